@@ -1,0 +1,11 @@
+"""The REST API: every app's API urls under /api/, plus the OpenAPI schema and its offline docs page."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("", include("leaderboard.api.urls")),
+    path("", include("evaluator.api.urls")),
+]

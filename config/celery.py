@@ -1,0 +1,13 @@
+"""The Celery app. Configuration comes from Django settings (CELERY_* names)."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("kernelbench_verified")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

@@ -1,0 +1,212 @@
+"""KernelBench-Verified settings: one env-driven file (healthchecks style).
+
+The defaults need no server: SQLite under var/ and Celery's filesystem transport under var/celery, which a web
+process and a separate worker process on one host share. DATABASE_URL switches to PostgreSQL and CELERY_BROKER_URL
+to Redis or RabbitMQ. Every setting is listed in the README.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def envbool(name: str, default: str = "False") -> bool:
+    """Strict boolean: only "True"/"False" (any case), so a typo fails loudly instead of meaning False."""
+    value = os.getenv(name, default).strip().lower()
+    if value not in {"true", "false"}:
+        raise ImproperlyConfigured(f"{name} must be True or False, not {value!r}")
+    return value == "true"
+
+
+def envint(name: str, default: int) -> int:
+    try:
+        return int(os.getenv(name, str(default)))
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be an integer") from exc
+
+
+DEBUG = envbool("DJANGO_DEBUG", "False")
+SECRET_KEY = os.getenv("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY is required unless DJANGO_DEBUG=True")
+    SECRET_KEY = "insecure-development-key-only-for-debug"  # noqa: S105 - only ever used with DEBUG on
+
+ALLOWED_HOSTS = [h.strip() for h in os.getenv("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o for o in os.getenv("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+VAR_DIR = Path(os.getenv("VAR_DIR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "leaderboard",
+    "evaluator",
+    "inspector",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------------------------
+# SQLite by default: WAL so the web process reads while the worker writes, IMMEDIATE transactions and a busy
+# timeout so concurrent writers wait instead of failing with "database is locked".
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": os.getenv("SQLITE_PATH", str(VAR_DIR / "db.sqlite3")),
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;",
+        },
+    }
+}
+if database_url := os.getenv("DATABASE_URL"):
+    DATABASES["default"] = dj_database_url.parse(database_url, conn_max_age=60, conn_health_checks=True)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+
+# --- Celery ---------------------------------------------------------------------------------------------------
+CELERY_BROKER_URL = os.getenv("CELERY_BROKER_URL") or os.getenv("REDIS_URL") or "filesystem://"
+if CELERY_BROKER_URL == "filesystem://":
+    # Embedded broker: no server. Kombu's filesystem transport writes to data_folder_out and reads data_folder_in,
+    # so web and worker processes point both at one folder; the folders must exist before either starts.
+    CELERY_QUEUE_DIR = Path(os.getenv("CELERY_QUEUE_DIR", VAR_DIR / "celery"))
+    (CELERY_QUEUE_DIR / "processed").mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(CELERY_QUEUE_DIR),
+        "data_folder_out": str(CELERY_QUEUE_DIR),
+        "processed_folder": str(CELERY_QUEUE_DIR / "processed"),
+        "store_processed": False,
+    }
+CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", "False")
+CELERY_TASK_IGNORE_RESULT = True  # the Evaluation row is the truth; no result backend
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# Hardware label this deployment evaluates on by default ("cpu" needs no GPU; "h200" for an H200 worker pool).
+# Each hardware label has its own queue, "eval-<label>", so GPU workers only take work meant for their GPU.
+EVALUATOR_DEFAULT_HARDWARE = os.getenv("EVALUATOR_DEFAULT_HARDWARE", "cpu")
+EVALUATOR_HARNESS_TIMEOUT = envint("EVALUATOR_HARNESS_TIMEOUT", 900)  # seconds, per kernel, inside the task
+EVALUATOR_MAX_ATTEMPTS = envint("EVALUATOR_MAX_ATTEMPTS", 3)
+EVALUATOR_WORK_DIR = Path(os.getenv("EVALUATOR_WORK_DIR", VAR_DIR / "work"))
+EVALUATOR_COMPILE_CACHE_DIR = Path(os.getenv("EVALUATOR_COMPILE_CACHE_DIR", VAR_DIR / "compile-cache"))
+EVALUATOR_PYTHON = os.getenv("EVALUATOR_PYTHON", "")  # interpreter for the harness; default: this one
+
+# --- Uploads --------------------------------------------------------------------------------------------------
+BUNDLE_MAX_BYTES = envint("BUNDLE_MAX_BYTES", 20 * 1024 * 1024)
+BUNDLE_MAX_FILES = envint("BUNDLE_MAX_FILES", 2000)
+KERNEL_MAX_BYTES = envint("KERNEL_MAX_BYTES", 512 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = BUNDLE_MAX_BYTES + 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+PROBLEM_SET_DEFAULT = os.getenv("PROBLEM_SET_DEFAULT", "kernelbench-main")
+
+# --- LLM judges -----------------------------------------------------------------------------------------------
+# A JSON list of {"name", "base_url", "model", "api_key_env"}: any OpenAI-compatible endpoint. Empty: no judge.
+AUDIT_JUDGES_JSON = os.getenv("AUDIT_JUDGES", "[]")
+AUDIT_JUDGE_TIMEOUT = envint("AUDIT_JUDGE_TIMEOUT", 120)
+
+# --- REST API -------------------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": os.getenv("API_THROTTLE_ANON", "600/minute"),
+        "user": os.getenv("API_THROTTLE_USER", "3000/minute"),
+        "submissions": os.getenv("API_THROTTLE_SUBMISSIONS", "60/hour"),
+    },
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "KernelBench-Verified API",
+    "DESCRIPTION": "Submit LLM-generated GPU kernels and read verified evaluation results.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",  # served by the app, so /api/docs/ works offline
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.getenv("LOG_LEVEL", "INFO")},
+}

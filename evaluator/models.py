@@ -1,0 +1,193 @@
+"""Evaluations of kernels, their per-distribution results, stored baselines and audit flags."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+
+class Evaluation(models.Model):
+    """One run of the harness for one kernel on one hardware kind. The row is the truth about its progress."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"  # the harness produced a result record (which may say the kernel is wrong)
+        FAILED = "failed", "Failed"  # infrastructure gave up after the allowed attempts; no verdict
+
+    class ResultStatus(models.TextChoices):
+        OK = "ok", "OK"
+        COMPILE_ERROR = "compile_error", "Compile error"
+        RUNTIME_ERROR = "runtime_error", "Runtime error"
+        TIMEOUT = "timeout", "Timeout"
+        REJECTED = "rejected", "Rejected"
+
+    kernel = models.ForeignKey("leaderboard.Kernel", on_delete=models.CASCADE, related_name="evaluations")
+    hardware = models.CharField(max_length=50, db_index=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    is_current = models.BooleanField(default=True, help_text="The latest evaluation of its kernel on this hardware.")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    queued_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=255, blank=True)
+    task_id = models.CharField(max_length=255, blank=True)
+
+    # The full result record of protocol.md section 8, plus the columns rankings sort and filter on.
+    result = models.JSONField(null=True, blank=True)
+    result_status = models.CharField(max_length=16, choices=ResultStatus.choices, blank=True, db_index=True)
+    correct = models.BooleanField(null=True, db_index=True)
+    standard_correct = models.BooleanField(null=True)
+    reference_constant = models.BooleanField(null=True)
+    speedup = models.FloatField(null=True, blank=True)
+    speedup_ci_low = models.FloatField(null=True, blank=True)
+    speedup_ci_high = models.FloatField(null=True, blank=True)
+    speedup_fp32 = models.FloatField(null=True, blank=True)
+    memory_ratio = models.FloatField(null=True, blank=True)
+    candidate_ms = models.FloatField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-queued_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kernel", "hardware"], condition=models.Q(is_current=True), name="evaluation_one_current"
+            ),
+            models.CheckConstraint(condition=models.Q(speedup__gt=0) | models.Q(speedup__isnull=True),
+                                   name="evaluation_speedup_positive"),
+        ]
+        indexes = [models.Index(fields=["hardware", "is_current", "correct"])]
+
+    def __str__(self) -> str:
+        return f"Evaluation {self.pk} of kernel {self.kernel_id} on {self.hardware} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("inspector:kernel-detail", args=[self.kernel_id])
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.DONE, self.Status.FAILED}
+
+
+class DistributionResult(models.Model):
+    """The correctness gate's verdict for one input distribution (D1-D4) of one evaluation."""
+
+    class Name(models.TextChoices):
+        D1 = "D1", "D1 (x1)"
+        D2 = "D2", "D2 (x3)"
+        D3 = "D3", "D3 (x0.01)"
+        D4 = "D4", "D4 (x-1)"
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="distributions")
+    name = models.CharField(max_length=4, choices=Name.choices)
+    passed = models.BooleanField(null=True)
+    skipped = models.BooleanField(default=False)
+    skip_reason = models.CharField(max_length=500, blank=True)
+    max_abs_error = models.FloatField(null=True, blank=True)
+    max_rel_error = models.FloatField(null=True, blank=True)
+    trials = models.PositiveSmallIntegerField(default=0)
+    errors = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["evaluation", "name"]
+        constraints = [models.UniqueConstraint(fields=["evaluation", "name"], name="distribution_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} of evaluation {self.evaluation_id}"
+
+
+class Baseline(models.Model):
+    """The reference Model's timing and peak memory for one problem, hardware, torch version and precision mode.
+
+    Measured once and kept; each evaluation also keeps its own paired baseline measurement in its result record.
+    """
+
+    class Precision(models.TextChoices):
+        TF32 = "tf32", "PyTorch TF32"
+        FP32 = "fp32", "PyTorch FP32"
+        COMPILE = "compile", "torch.compile (TF32)"
+        BF16 = "bf16", "PyTorch BF16"
+
+    problem = models.ForeignKey("leaderboard.Problem", on_delete=models.CASCADE, related_name="baselines")
+    hardware = models.CharField(max_length=50)
+    torch_version = models.CharField(max_length=64)
+    precision = models.CharField(max_length=16, choices=Precision.choices)
+    median_ms = models.FloatField()
+    iqr_ms = models.FloatField(null=True, blank=True)
+    mean_ms = models.FloatField(null=True, blank=True)
+    calls = models.PositiveIntegerField(default=0)
+    stats = models.JSONField(default=dict, blank=True)
+    peak_memory_bytes = models.BigIntegerField(null=True, blank=True)
+    measured_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["problem", "hardware", "precision"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["problem", "hardware", "torch_version", "precision"], name="baseline_unique_setting"
+            ),
+            models.CheckConstraint(condition=models.Q(median_ms__gt=0), name="baseline_median_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.problem} {self.hardware} {self.precision}: {self.median_ms:.4g} ms"
+
+
+class AuditFlag(models.Model):
+    """A reward-hack finding about a kernel, from a static rule, a runtime signal or an LLM judge."""
+
+    class Source(models.TextChoices):
+        RULE = "rule", "Static rule"
+        RUNTIME = "runtime", "Runtime signal"
+        JUDGE = "judge", "LLM judge"
+        IMPORT = "import", "Imported judge result"
+
+    class Verdict(models.TextChoices):
+        CLEAN = "clean", "Clean"
+        INFO = "info", "Information"
+        SUSPICIOUS = "suspicious", "Suspicious"
+        HACK = "hack", "Hack"
+
+    class Severity(models.TextChoices):
+        INFO = "info", "Info"
+        LOW = "low", "Low"
+        MEDIUM = "medium", "Medium"
+        HIGH = "high", "High"
+
+    class Review(models.TextChoices):
+        SUSPECTED = "suspected", "Suspected"
+        CORROBORATED = "corroborated", "Corroborated"  # a second judge or a runtime signal agrees
+        CONFIRMED = "confirmed", "Confirmed hack"  # a person confirmed it: leaves the rankings
+        DISMISSED = "dismissed", "Dismissed"
+        LEGITIMATE = "legitimate", "Legitimate specialisation"
+
+    kernel = models.ForeignKey("leaderboard.Kernel", on_delete=models.CASCADE, related_name="audit_flags")
+    source = models.CharField(max_length=16, choices=Source.choices)
+    source_name = models.CharField(max_length=200, help_text="Rule id or judge name.")
+    verdict = models.CharField(max_length=16, choices=Verdict.choices)
+    severity = models.CharField(max_length=16, choices=Severity.choices, default=Severity.MEDIUM)
+    classes = models.JSONField(default=list, blank=True, help_text="Catalogue ids, e.g. ['A6', 'B7'].")
+    evidence = models.JSONField(default=list, blank=True, help_text="[{lines, quote, why}] with 1-based lines.")
+    rationale = models.TextField(blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    raw = models.JSONField(null=True, blank=True, help_text="The judge's full answer, for audit.")
+    review_state = models.CharField(max_length=16, choices=Review.choices, default=Review.SUSPECTED, db_index=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="reviewed_flags"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    review_note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(confidence__isnull=True) | models.Q(confidence__gte=0, confidence__lte=1),
+                name="auditflag_confidence_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.source_name} on kernel {self.kernel_id} ({self.verdict}, {self.review_state})"

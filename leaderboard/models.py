@@ -1,0 +1,149 @@
+"""The catalogue: LLMs, KernelBench problems, uploaded bundles (submissions) and their kernels."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+
+class LLM(models.Model):
+    """A language model whose kernels are evaluated. (Never called "Model": that name belongs to KernelBench.)"""
+
+    name = models.CharField(max_length=200, unique=True)
+    organisation = models.CharField(max_length=200, blank=True)
+    notes = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "LLM"
+        verbose_name_plural = "LLMs"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("leaderboard:llm-detail", args=[self.pk])
+
+
+class Problem(models.Model):
+    """One exact KernelBench problem source.
+
+    A problem is identified by (problem_set, level, problem_id) *and* its sha256: when a re-import brings a changed
+    source, a new row is created and becomes the latest; older results keep pointing at the source they ran against.
+    """
+
+    problem_set = models.CharField(max_length=100, help_text="Problem-set version label, e.g. kernelbench-main.")
+    level = models.PositiveSmallIntegerField()
+    problem_id = models.PositiveIntegerField()
+    name = models.CharField(max_length=200)
+    filename = models.CharField(max_length=255, blank=True)
+    source = models.TextField()
+    sha256 = models.CharField(max_length=64, db_index=True)
+    origin = models.CharField(max_length=500, blank=True, help_text="Where the source came from (upstream path).")
+    core = models.BooleanField(default=True, help_text="Part of the 250-problem benchmark (levels 1-3).")
+    active = models.BooleanField(default=True, help_text="Counted in rankings; false for degenerate problems.")
+    inactive_reason = models.CharField(max_length=500, blank=True)
+    is_latest = models.BooleanField(default=True, help_text="The newest source for this id in its problem set.")
+    is_demo = models.BooleanField(default=False, help_text="Part of the project's own CPU-sized demo set.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["problem_set", "level", "problem_id", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["problem_set", "level", "problem_id", "sha256"], name="problem_unique_source"
+            ),
+            models.UniqueConstraint(
+                fields=["problem_set", "level", "problem_id"],
+                condition=models.Q(is_latest=True),
+                name="problem_one_latest",
+            ),
+            models.CheckConstraint(condition=models.Q(level__gte=1), name="problem_level_positive"),
+            models.CheckConstraint(
+                condition=models.Q(active=True) | ~models.Q(inactive_reason=""), name="problem_inactive_has_reason"
+            ),
+        ]
+        indexes = [models.Index(fields=["level", "problem_id"])]
+
+    def __str__(self) -> str:
+        return f"L{self.level}/{self.problem_id} {self.name}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("leaderboard:problem-detail", args=[self.pk])
+
+    @property
+    def key(self) -> str:
+        return f"L{self.level}/{self.problem_id}"
+
+
+class Submission(models.Model):
+    """One uploaded kernel bundle from one LLM, evaluated on one hardware kind."""
+
+    class Status(models.TextChoices):
+        RECEIVED = "received", "Received"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    llm = models.ForeignKey(LLM, on_delete=models.PROTECT, related_name="submissions")
+    uploader = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="submissions"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RECEIVED, db_index=True)
+    problem_set = models.CharField(max_length=100)
+    hardware = models.CharField(max_length=50)
+    bundle_name = models.CharField(max_length=255, blank=True)
+    bundle_format = models.CharField(max_length=32, blank=True)
+    bundle_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
+    notes = models.TextField(blank=True)
+    report = models.JSONField(default=list, blank=True, help_text="Per-file parse report: accepted and skipped.")
+    claimed_results = models.JSONField(
+        null=True, blank=True, help_text="The submitter's own eval_results.json, kept only as a claim."
+    )
+    kernel_count = models.PositiveIntegerField(default=0)
+    evaluated_count = models.PositiveIntegerField(default=0)
+    correct_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(evaluated_count__lte=models.F("kernel_count")), name="submission_counts_bounded"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(correct_count__lte=models.F("evaluated_count")), name="submission_correct_bounded"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Submission {self.pk} ({self.llm})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("leaderboard:submission-detail", args=[self.pk])
+
+
+class Kernel(models.Model):
+    """One candidate kernel file (a ModelNew) for one problem, one sample of a submission."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="kernels")
+    llm = models.ForeignKey(LLM, on_delete=models.PROTECT, related_name="kernels")  # denormalised for rankings
+    problem = models.ForeignKey(Problem, on_delete=models.PROTECT, related_name="kernels")
+    sample = models.PositiveIntegerField(default=0)
+    source = models.TextField()
+    sha256 = models.CharField(max_length=64, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["problem__level", "problem__problem_id", "sample"]
+        constraints = [
+            models.UniqueConstraint(fields=["submission", "problem", "sample"], name="kernel_unique_sample"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.llm} {self.problem.key} sample {self.sample}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("inspector:kernel-detail", args=[self.pk])

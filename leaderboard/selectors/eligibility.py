@@ -1,0 +1,39 @@
+"""The single eligibility rule of protocol.md section 7. Every ranking, chart and export goes through here."""
+
+from __future__ import annotations
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from evaluator.models import AuditFlag, Evaluation
+
+
+def confirmed_hack_exists() -> Exists:
+    """Subquery: the kernel of the outer Evaluation row has a flag a person confirmed as a hack."""
+    return Exists(
+        AuditFlag.objects.filter(kernel_id=OuterRef("kernel_id"), review_state=AuditFlag.Review.CONFIRMED)
+    )
+
+
+def eligibility_q() -> Q:
+    """Conditions on Evaluation rows (annotated with `is_confirmed_hack`) that make a kernel count in rankings:
+    the latest finished evaluation passed the verified gate, its problem is active, and it is no confirmed hack."""
+    return Q(
+        is_current=True,
+        status=Evaluation.Status.DONE,
+        correct=True,
+        kernel__problem__active=True,
+        is_confirmed_hack=False,
+    )
+
+
+def ranked_evaluations(*, hardware: str | None = None) -> QuerySet[Evaluation]:
+    """Current evaluations that are eligible for the rankings, optionally on one hardware kind."""
+    qs = Evaluation.objects.annotate(is_confirmed_hack=confirmed_hack_exists()).filter(eligibility_q())
+    if hardware:
+        qs = qs.filter(hardware=hardware)
+    return qs
+
+
+def is_eligible(evaluation: Evaluation) -> bool:
+    """Row-level form of the same rule, for pages that show one kernel."""
+    return ranked_evaluations().filter(pk=evaluation.pk).exists()
