@@ -8,5 +8,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("config.api")),
     path("kernels/", include("inspector.urls")),
+    path("audit/", include("evaluator.urls")),
     path("", include("leaderboard.urls")),
 ]
