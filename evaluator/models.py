@@ -54,8 +54,9 @@ class Evaluation(models.Model):
             models.UniqueConstraint(
                 fields=["kernel", "hardware"], condition=models.Q(is_current=True), name="evaluation_one_current"
             ),
-            models.CheckConstraint(condition=models.Q(speedup__gt=0) | models.Q(speedup__isnull=True),
-                                   name="evaluation_speedup_positive"),
+            models.CheckConstraint(
+                condition=models.Q(speedup__gt=0) | models.Q(speedup__isnull=True), name="evaluation_speedup_positive"
+            ),
         ]
         indexes = [models.Index(fields=["hardware", "is_current", "correct"])]
 

@@ -9,9 +9,7 @@ from evaluator.models import AuditFlag, Evaluation
 
 def confirmed_hack_exists() -> Exists:
     """Subquery: the kernel of the outer Evaluation row has a flag a person confirmed as a hack."""
-    return Exists(
-        AuditFlag.objects.filter(kernel_id=OuterRef("kernel_id"), review_state=AuditFlag.Review.CONFIRMED)
-    )
+    return Exists(AuditFlag.objects.filter(kernel_id=OuterRef("kernel_id"), review_state=AuditFlag.Review.CONFIRMED))
 
 
 def eligibility_q() -> Q:

@@ -74,8 +74,15 @@ def problem_source_errors(source: str) -> str | None:
         return f"syntax error on line {exc.lineno}: {exc.msg}"
     classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
     functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    missing = [name for name, ok in [("class Model", "Model" in classes), ("get_inputs()", "get_inputs" in functions),
-                                     ("get_init_inputs()", "get_init_inputs" in functions)] if not ok]
+    missing = [
+        name
+        for name, ok in [
+            ("class Model", "Model" in classes),
+            ("get_inputs()", "get_inputs" in functions),
+            ("get_init_inputs()", "get_init_inputs" in functions),
+        ]
+        if not ok
+    ]
     if missing:
         return "missing " + ", ".join(missing)
     return None
@@ -144,9 +151,7 @@ def _read_jsonl(path: Path) -> tuple[list[ProblemFile], list[tuple[str, str]]]:
 def problems_import(*, files: list[ProblemFile], problem_set: str, demo: bool = False) -> ImportReport:
     """Import problem files into one problem set. Bad files are reported by name and skipped."""
     report = ImportReport()
-    existing = {
-        (p.level, p.problem_id, p.sha256): p for p in Problem.objects.filter(problem_set=problem_set)
-    }
+    existing = {(p.level, p.problem_id, p.sha256): p for p in Problem.objects.filter(problem_set=problem_set)}
     for f in files:
         label = f"L{f.level}/{f.problem_id} {f.filename}"
         if error := problem_source_errors(f.source):

@@ -1,0 +1,77 @@
+# The habits: `make run` starts everything on a fresh machine, `make test` runs the whole suite.
+SHELL := /bin/bash
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+export DJANGO_SETTINGS_MODULE := config.settings
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PG_URL ?= postgresql://postgres@127.0.0.1:5432/test
+REDIS_URL_TEST ?= redis://127.0.0.1:6379/15
+
+.PHONY: install run web worker migrate demo lint format check test test-sqlite test-postgres services chromium ci reap bench clean
+
+$(BIN)/activate: requirements.txt requirements-dev.txt requirements-gpu.txt
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $(BIN)/activate
+
+install: $(BIN)/activate
+
+migrate: install
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py migrate --noinput
+
+demo: migrate
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py load_demo
+	@if [ -n "$(KERNELBENCH)" ]; then DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py import_problems "$(KERNELBENCH)"; fi
+
+# Web server and one CPU worker on the embedded defaults (SQLite + filesystem broker under var/).
+run: demo
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-True} HOST=$(HOST) PORT=$(PORT) $(BIN)/python scripts/run_all.py
+
+web: install
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+worker: install
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/celery -A config worker -Q eval-$${EVALUATOR_DEFAULT_HARDWARE:-cpu},default -c 1 --prefetch-multiplier 1 -l INFO
+
+reap: install
+	$(BIN)/python manage.py reap_evaluations
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+check: install
+	SECRET_KEY=check $(BIN)/python manage.py check
+	SECRET_KEY=check $(BIN)/python manage.py makemigrations --check --dry-run
+	SECRET_KEY=check $(BIN)/python manage.py spectacular --validate --fail-on-warn --file var/schema.yml
+
+# Start the local servers the service tests use, if they are down (CI runs on a machine that has them installed).
+services:
+	@bash scripts/ensure_services.sh
+
+chromium:
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
+# The whole suite on SQLite (with the real Redis/RabbitMQ/worker tests), then again on PostgreSQL.
+test: install services chromium lint check test-sqlite test-postgres
+
+test-sqlite: install
+	$(BIN)/pytest -q
+
+test-postgres: install
+	DATABASE_URL=$(PG_URL) $(BIN)/pytest -q -m "not browser and not slow"
+
+ci: test
+
+bench: install
+	@echo "See README 'Performance': benchmarks/*.py, results in benchmarks/results/"
+
+clean:
+	rm -rf var/ test-artifacts/
