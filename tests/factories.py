@@ -12,7 +12,7 @@ import factory
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
 from leaderboard.models import LLM, Kernel, Problem, Submission
 
-REFERENCE_SOURCE = '''import torch
+REFERENCE_SOURCE = """import torch
 import torch.nn as nn
 
 
@@ -30,9 +30,9 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
-KERNEL_SOURCE = '''import torch
+KERNEL_SOURCE = """import torch
 import torch.nn as nn
 
 
@@ -42,7 +42,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return x.clamp_min(0)
-'''
+"""
 
 
 def _sha(text: str) -> str:

@@ -1,3 +1,5 @@
-from django.urls import path  # noqa: F401
+from django.urls import include, path  # noqa: F401
 
-urlpatterns: list = []
+urlpatterns: list = [
+    path("", include("leaderboard.api.ranking")),
+]

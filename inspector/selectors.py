@@ -1,0 +1,201 @@
+"""`kernel_inspection(kernel_id)`: everything the inspector page shows about one kernel, in a fixed number of queries.
+
+The result record (protocol.md section 8) is read defensively: fields the harness did not write show as missing
+rather than breaking the page, because records from older harness versions stay in the database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.http import Http404
+
+from evaluator.models import AuditFlag, DistributionResult, Evaluation
+from inspector.rendering import highlight_python, locate_quote, parse_lines, trim_error, unified_diff_html
+from leaderboard.models import Kernel
+from leaderboard.selectors.pages import evaluations_with_verdicts
+
+TIMING_FIELDS = ("median_ms", "iqr_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "calls", "rse")
+
+
+@dataclass
+class Evidence:
+    lines: list[int]
+    quote: str
+    why: str
+
+
+@dataclass
+class FlagView:
+    flag: AuditFlag
+    evidence: list[Evidence]
+
+    @property
+    def lines(self) -> list[int]:
+        return sorted({n for e in self.evidence for n in e.lines})
+
+
+@dataclass
+class SpeedupView:
+    label: str
+    value: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+@dataclass
+class KernelInspection:
+    kernel: Kernel
+    evaluation: Evaluation | None
+    evaluations: list[Evaluation]  # every evaluation of this kernel, current ones first
+    result: dict[str, Any]
+    distributions: list[DistributionResult | dict]
+    checks: list[dict]
+    speedups: list[SpeedupView]
+    timing_rows: list[tuple[str, dict]]  # (side, stats)
+    timing_extra: dict[str, Any]  # scalar timing fields: method, flush, device...
+    memory: dict[str, Any]  # candidate_peak_bytes, baseline_peak_bytes, ratio
+    error: str
+    flags: list[FlagView]
+    kernel_html: str
+    reference_html: str
+    diff_html: str
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def eligible(self) -> bool:
+        return bool(self.evaluation is not None and self.evaluation.eligible)
+
+    @property
+    def confirmed_hack(self) -> bool:
+        return any(f.flag.review_state == AuditFlag.Review.CONFIRMED for f in self.flags)
+
+
+def _pick_evaluation(evaluations: list[Evaluation], evaluation_id: int | None) -> Evaluation | None:
+    if evaluation_id is not None:
+        for e in evaluations:
+            if e.pk == evaluation_id:
+                return e
+        raise Http404("No such evaluation for this kernel")
+    current = [e for e in evaluations if e.is_current]
+    preferred = [e for e in current if e.hardware == settings.EVALUATOR_DEFAULT_HARDWARE]
+    return (preferred or current or evaluations or [None])[0]
+
+
+def _flag_views(flags: list[AuditFlag], source: str) -> list[FlagView]:
+    views = []
+    for flag in flags:
+        items = flag.evidence if isinstance(flag.evidence, list) else []
+        evidence = []
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            quote = str(item.get("quote") or "")
+            lines = parse_lines(item.get("lines")) or locate_quote(source, quote)
+            evidence.append(Evidence(lines=lines, quote=quote, why=str(item.get("why") or "")))
+        views.append(FlagView(flag=flag, evidence=evidence))
+    return views
+
+
+def _timing(result: dict) -> tuple[list[tuple[str, dict]], dict]:
+    timing = result.get("timing")
+    if not isinstance(timing, dict):
+        return [], {}
+    rows = [(side, stats) for side, stats in timing.items() if isinstance(stats, dict)]
+    extra = {k: v for k, v in timing.items() if not isinstance(v, dict | list)}
+    return rows, extra
+
+
+def _memory(result: dict, evaluation: Evaluation | None) -> dict[str, Any]:
+    memory = dict(result.get("memory") or {}) if isinstance(result.get("memory"), dict) else {}
+    for key, value in result.items():
+        if "peak" in key and not isinstance(value, dict | list):
+            memory.setdefault(key, value)
+    ratio = (
+        evaluation.memory_ratio if evaluation and evaluation.memory_ratio is not None else result.get("memory_ratio")
+    )
+    memory["ratio"] = ratio
+    return memory
+
+
+def _ci(value: object) -> tuple[float | None, float | None]:
+    if isinstance(value, list | tuple) and len(value) == 2:
+        return value[0], value[1]
+    return None, None
+
+
+def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None) -> KernelInspection:
+    """Everything about one kernel: sources (highlighted, side by side, diffed), the chosen evaluation's result,
+    distributions, checks, timing, memory, errors and audit flags with their evidence lines."""
+    try:
+        kernel = Kernel.objects.select_related("llm", "problem", "submission").get(pk=kernel_id)
+    except Kernel.DoesNotExist as exc:
+        raise Http404("No such kernel") from exc
+    evaluations = list(
+        evaluations_with_verdicts().filter(kernel_id=kernel.pk).order_by("-is_current", "hardware", "-queued_at")
+    )
+    evaluation = _pick_evaluation(evaluations, evaluation_id)
+    result = evaluation.result if evaluation and isinstance(evaluation.result, dict) else {}
+
+    distributions: list[DistributionResult | dict] = []
+    if evaluation:
+        distributions = list(DistributionResult.objects.filter(evaluation=evaluation).order_by("name"))
+    if not distributions:  # older records keep them only in the JSON
+        distributions = [d for d in result.get("distributions") or [] if isinstance(d, dict)]
+
+    flags = _flag_views(
+        list(AuditFlag.objects.filter(kernel=kernel).select_related("reviewed_by").order_by("-created_at")),
+        kernel.source,
+    )
+    hl_lines = {n for f in flags for n in f.lines}
+
+    speedups = []
+    if evaluation:
+        ci_low, ci_high = evaluation.speedup_ci_low, evaluation.speedup_ci_high
+        if ci_low is None:
+            ci_low, ci_high = _ci(result.get("speedup_ci"))
+        speedups.append(SpeedupView("vs PyTorch TF32 (verified)", evaluation.speedup, ci_low, ci_high))
+        speedups.append(
+            SpeedupView("vs PyTorch FP32 (standard)", evaluation.speedup_fp32, *_ci(result.get("speedup_fp32_ci")))
+        )
+        if result.get("speedup_compile") is not None:
+            speedups.append(
+                SpeedupView("vs torch.compile", result.get("speedup_compile"), *_ci(result.get("speedup_compile_ci")))
+            )
+    timing_rows, timing_extra = _timing(result)
+    error = (evaluation.error if evaluation else "") or str(result.get("error") or "")
+    checks = [c for c in result.get("checks") or [] if isinstance(c, dict)]
+    environment = result.get("environment") if isinstance(result.get("environment"), dict) else {}
+
+    return KernelInspection(
+        kernel=kernel,
+        evaluation=evaluation,
+        evaluations=evaluations,
+        result=result,
+        distributions=distributions,
+        checks=checks,
+        speedups=speedups,
+        timing_rows=timing_rows,
+        timing_extra=timing_extra,
+        memory=_memory(result, evaluation),
+        error=trim_error(error),
+        flags=flags,
+        kernel_html=highlight_python(kernel.source, anchor="k", hl_lines=hl_lines),
+        reference_html=highlight_python(kernel.problem.source, anchor="r"),
+        diff_html=unified_diff_html(kernel.problem.source, kernel.source),
+        environment=environment,
+    )
+
+
+def kernel_result_record(kernel_id: int, *, evaluation_id: int | None = None) -> dict[str, Any]:
+    """The raw result JSON of the chosen evaluation (what the harness wrote), for /kernels/<id>/result.json."""
+    evaluations = list(Evaluation.objects.filter(kernel_id=kernel_id).order_by("-is_current", "hardware", "-queued_at"))
+    if not evaluations and not Kernel.objects.filter(pk=kernel_id).exists():
+        raise Http404("No such kernel")
+    # The annotation `eligible` is not needed here, so plain rows are enough for the choice.
+    evaluation = _pick_evaluation(evaluations, evaluation_id)
+    if evaluation is None or evaluation.result is None:
+        raise Http404("This kernel has no result record yet")
+    return evaluation.result

@@ -1,0 +1,438 @@
+"""Leaderboard rows and metrics (protocol.md section 6), computed from one query over current evaluations.
+
+Eligibility comes only from `leaderboard.selectors.eligibility` (`eligibility_q` annotated as a column), so the
+leaderboard, its charts, the API and the CSV export agree with every other ranking in the app. The whole board for
+one (hardware, problem set) is computed at once and cached; `leaderboard_cache_clear()` drops it (services call it
+when an evaluation finishes or a flag is reviewed) and a short TTL bounds staleness where the cache is per-process.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import BooleanField, Case, Exists, OuterRef, Value, When
+
+from evaluator.models import Baseline, DistributionResult, Evaluation
+from leaderboard.models import Problem
+from leaderboard.selectors.eligibility import confirmed_hack_exists, eligibility_q
+
+LEVELS = (1, 2, 3)
+FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
+HIDDEN_DISTRIBUTIONS = ("D2", "D3", "D4")
+DECOMPOSITION_KEYS = ("tf32_only", "hidden_only", "both", "neither")
+BASELINE_ROWS = (
+    (Baseline.Precision.TF32, "PyTorch eager (TF32)"),
+    (Baseline.Precision.FP32, "PyTorch eager (FP32)"),
+    (Baseline.Precision.COMPILE, "torch.compile (TF32)"),
+)
+CACHE_VERSION_KEY = "leaderboard:version"
+
+
+def p_label(p: float) -> str:
+    """'0', '0.5', '1', '1.5': the key of fast_p in rows, sort keys and exports."""
+    return f"{p:g}"
+
+
+SORT_KEYS = (
+    "name",
+    "correctness",
+    "speedup",
+    *(f"fast_{p_label(p)}" for p in FAST_P),
+    "memory",
+    "mem_efficient",
+    "mem_increased",
+    "kernels",
+    "standard",
+    "inflation",
+)
+DEFAULT_SORT = "-speedup"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Data shapes
+# --------------------------------------------------------------------------------------------------------------
+@dataclass
+class LeaderboardRow:
+    """One line of the board: an LLM or a PyTorch baseline, at one level (None = overall)."""
+
+    kind: str  # "llm" or "baseline"
+    name: str
+    level: int | None
+    llm_id: int | None = None
+    baseline: str = ""  # Baseline.Precision value for baseline rows
+    attempted: int = 0  # active problems with at least one finished current evaluation
+    correct: int = 0  # problems with an eligible kernel
+    correctness_pct: float | None = None
+    speedup: float | None = None  # geomean vs TF32 over correct problems, fastest correct sample each
+    fast_p: dict[str, float | None] = field(default_factory=dict)  # percent of attempted problems
+    memory_efficiency: float | None = None  # geomean memory ratio over correct problems
+    mem_efficient_pct: float | None = None
+    mem_increased_pct: float | None = None
+    kernels: int | None = None
+    standard_speedup: float | None = None  # vs FP32, D1-only standard gate, fastest standard-correct sample
+    standard_correct: int = 0
+    inflation: float | None = None  # standard / verified
+    rank: int | None = None
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.kind == "baseline"
+
+    @property
+    def fast_values(self) -> list[float | None]:
+        return [self.fast_p.get(p_label(p)) for p in FAST_P]
+
+    def sort_value(self, key: str) -> float | str | None:
+        if key == "name":
+            return self.name.lower()
+        if key.startswith("fast_"):
+            return self.fast_p.get(key.removeprefix("fast_"))
+        return {
+            "correctness": self.correctness_pct,
+            "speedup": self.speedup,
+            "memory": self.memory_efficiency,
+            "mem_efficient": self.mem_efficient_pct,
+            "mem_increased": self.mem_increased_pct,
+            "kernels": self.kernels,
+            "standard": self.standard_speedup,
+            "inflation": self.inflation,
+        }[key]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Cell:
+    """The chosen (fastest eligible) kernel of one LLM on one problem."""
+
+    kernel_id: int
+    speedup: float | None
+    memory_ratio: float | None
+
+
+@dataclass
+class LeaderboardData:
+    """Everything the board, its charts and its exports need for one hardware kind and problem set."""
+
+    hardware: str
+    problem_set: str
+    rows: dict[int | None, list[LeaderboardRow]]  # level (None = overall) -> LLM rows then baseline rows
+    llms: dict[int, str]
+    problems: dict[int, tuple[int, int, str]]  # problem pk -> (level, problem_id, name), attempted active only
+    cells: dict[int, dict[int, Cell]]  # problem pk -> llm id -> chosen eligible kernel
+    decomposition: dict[int, dict[int, Counter]]  # llm id -> level -> Counter over DECOMPOSITION_KEYS
+    inactive: list[tuple[int, int, int, str, str]] = field(default_factory=list)  # (pk, level, id, name, reason)
+
+
+@dataclass
+class BoardChoices:
+    hardware: list[str]
+    problem_sets: list[str]
+    default_hardware: str
+    default_problem_set: str
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Small maths
+# --------------------------------------------------------------------------------------------------------------
+def geomean(values: Iterable[float | None]) -> float | None:
+    logs = [math.log(v) for v in values if v is not None and v > 0]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def pct(part: int, whole: int) -> float | None:
+    return 100.0 * part / whole if whole else None
+
+
+def _best(rows: list[tuple], index: int) -> tuple | None:
+    """The row with the largest value at `index` (rows whose value is None lose to any number)."""
+    return max(rows, key=lambda r: (r[index] is not None, r[index] or 0.0), default=None)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Choices and cache
+# --------------------------------------------------------------------------------------------------------------
+def board_choices() -> BoardChoices:
+    """Hardware kinds and problem sets that have current evaluations, with the defaults the board opens on."""
+    key = cache_key("choices")
+    choices = cache.get(key)
+    if choices is None:
+        pairs = Counter(
+            Evaluation.objects.filter(is_current=True)
+            .values_list("hardware", "kernel__problem__problem_set")
+            .order_by()
+            .distinct()
+        )
+        hardware = sorted({h for h, _ in pairs})
+        problem_sets = sorted({s for _, s in pairs})
+        default_hw = settings.EVALUATOR_DEFAULT_HARDWARE
+        if default_hw not in hardware and hardware:
+            default_hw = hardware[0]
+        default_set = settings.PROBLEM_SET_DEFAULT
+        if default_set not in problem_sets and problem_sets:
+            default_set = problem_sets[0]
+        choices = BoardChoices(hardware, problem_sets, default_hw, default_set)
+        cache.set(key, choices, _ttl())
+    return choices
+
+
+def leaderboard_cache_clear() -> None:
+    """Invalidate every cached board (call after an evaluation finishes or an audit flag is reviewed)."""
+    try:
+        cache.incr(CACHE_VERSION_KEY)
+    except ValueError:  # the key is missing (first call, or evicted)
+        cache.set(CACHE_VERSION_KEY, 1, None)
+
+
+def _version() -> int:
+    return cache.get_or_set(CACHE_VERSION_KEY, 0, None)
+
+
+def cache_key(*parts: object) -> str:
+    """A key that `leaderboard_cache_clear()` invalidates, for anything derived from the board (e.g. charts)."""
+    return ":".join(["leaderboard", str(_version()), *map(str, parts)])
+
+
+def cache_ttl() -> int:
+    return _ttl()
+
+
+def _ttl() -> int:
+    return getattr(settings, "LEADERBOARD_CACHE_SECONDS", 60)
+
+
+def leaderboard_data(*, hardware: str, problem_set: str) -> LeaderboardData:
+    """The cached board for one hardware kind and problem set."""
+    key = cache_key("data", hardware, problem_set)
+    data = cache.get(key)
+    if data is None:
+        data = compute_leaderboard(hardware=hardware, problem_set=problem_set)
+        cache.set(key, data, _ttl())
+    return data
+
+
+def leaderboard_rows(
+    *, hardware: str, problem_set: str, level: int | None = None, sort: str = DEFAULT_SORT
+) -> list[LeaderboardRow]:
+    """The rows one board view shows (LLMs and baselines together), sorted server-side."""
+    rows = leaderboard_data(hardware=hardware, problem_set=problem_set).rows.get(level, [])
+    return sort_rows(rows, sort)
+
+
+def parse_sort(sort: str | None) -> tuple[str, bool]:
+    """'-speedup' -> ('speedup', True). Unknown keys fall back to the default ranking."""
+    sort = sort or DEFAULT_SORT
+    descending = sort.startswith("-")
+    key = sort.lstrip("-")
+    if key not in SORT_KEYS:
+        return DEFAULT_SORT.lstrip("-"), True
+    return key, descending
+
+
+def sort_rows(rows: list[LeaderboardRow], sort: str | None) -> list[LeaderboardRow]:
+    key, descending = parse_sort(sort)
+    present = [r for r in rows if r.sort_value(key) is not None]
+    missing = [r for r in rows if r.sort_value(key) is None]
+    # Missing values always go last, whatever the direction; ties keep the verified ranking order.
+    present.sort(key=lambda r: r.sort_value(key), reverse=descending)
+    return present + missing
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The computation
+# --------------------------------------------------------------------------------------------------------------
+# Positions in the evaluation tuples below.
+LLM, NAME, PROBLEM, LEVEL, PID, PNAME, KERNEL, ELIGIBLE, SPEEDUP, SPEEDUP_FP32, MEMORY, STD_OK, D1_OK, HIDDEN_FAIL = (
+    range(14)
+)
+
+
+def _evaluation_tuples(*, hardware: str, problem_set: str) -> list[tuple]:
+    """One query: every finished current evaluation on an active problem, with the eligibility verdict as a column."""
+    d1_passed = Exists(DistributionResult.objects.filter(evaluation_id=OuterRef("pk"), name="D1", passed=True))
+    hidden_failed = Exists(
+        DistributionResult.objects.filter(
+            evaluation_id=OuterRef("pk"), name__in=HIDDEN_DISTRIBUTIONS, passed=False, skipped=False
+        )
+    )
+    return list(
+        Evaluation.objects.annotate(is_confirmed_hack=confirmed_hack_exists())
+        .annotate(
+            eligible=Case(When(eligibility_q(), then=Value(True)), default=Value(False), output_field=BooleanField())
+        )
+        .filter(
+            is_current=True,
+            status=Evaluation.Status.DONE,
+            hardware=hardware,
+            kernel__problem__active=True,
+            kernel__problem__problem_set=problem_set,
+        )
+        .annotate(d1_passed=d1_passed, hidden_failed=hidden_failed)
+        .order_by()
+        .values_list(
+            "kernel__llm_id",
+            "kernel__llm__name",
+            "kernel__problem_id",
+            "kernel__problem__level",
+            "kernel__problem__problem_id",
+            "kernel__problem__name",
+            "kernel_id",
+            "eligible",
+            "speedup",
+            "speedup_fp32",
+            "memory_ratio",
+            "standard_correct",
+            "d1_passed",
+            "hidden_failed",
+        )
+    )
+
+
+def _decompose(samples: list[tuple]) -> str:
+    """Protocol 6 decomposition for one (LLM, problem), on the sample the standard D1-only gate would pick."""
+    d1 = [s for s in samples if s[D1_OK]]
+    chosen = _best(d1, SPEEDUP_FP32)
+    if chosen is None:
+        return "neither"  # fails D1 everywhere: neither refinement changes its verdict
+    hidden = bool(chosen[HIDDEN_FAIL])
+    fp32, tf32 = chosen[SPEEDUP_FP32], chosen[SPEEDUP]
+    tf32_flip = fp32 is not None and tf32 is not None and (fp32 > 1) != (tf32 > 1)
+    if hidden and tf32_flip:
+        return "both"
+    return "hidden_only" if hidden else "tf32_only" if tf32_flip else "neither"
+
+
+def _llm_row(name: str, llm_id: int, level: int | None, per_problem: dict[int, list[tuple]]) -> LeaderboardRow:
+    attempted = len(per_problem)
+    chosen = [c for c in (_best([s for s in ss if s[ELIGIBLE]], SPEEDUP) for ss in per_problem.values()) if c]
+    standard = [c for c in (_best([s for s in ss if s[STD_OK]], SPEEDUP_FP32) for ss in per_problem.values()) if c]
+    speedups = [c[SPEEDUP] for c in chosen]
+    ratios = [c[MEMORY] for c in chosen if c[MEMORY] is not None]
+    verified = geomean(speedups)
+    std = geomean(c[SPEEDUP_FP32] for c in standard)
+    return LeaderboardRow(
+        kind="llm",
+        name=name,
+        level=level,
+        llm_id=llm_id,
+        attempted=attempted,
+        correct=len(chosen),
+        correctness_pct=pct(len(chosen), attempted),
+        speedup=verified,
+        fast_p={p_label(p): pct(sum(1 for s in speedups if s is not None and s > p), attempted) for p in FAST_P},
+        memory_efficiency=geomean(ratios),
+        mem_efficient_pct=pct(sum(1 for r in ratios if r > 1), len(ratios)),
+        mem_increased_pct=pct(sum(1 for r in ratios if r < 1), len(ratios)),
+        kernels=sum(len(ss) for ss in per_problem.values()),
+        standard_speedup=std,
+        standard_correct=len(standard),
+        inflation=std / verified if std and verified else None,
+    )
+
+
+def _baseline_rows(*, hardware: str, problem_set: str) -> dict[int | None, list[LeaderboardRow]]:
+    """Reference rows: TF32 eager is 1.0x by definition; FP32 eager and torch.compile are expressed on the same
+    scale (TF32 time / their time) so they read like any kernel's speedup. Latest measurement per setting wins."""
+    latest: dict[tuple[int, str], tuple] = {}
+    level_of: dict[int, int] = {}
+    for problem_pk, level, precision, median_ms, peak in (
+        Baseline.objects.filter(hardware=hardware, problem__active=True, problem__problem_set=problem_set)
+        .order_by("measured_at")
+        .values_list("problem_id", "problem__level", "precision", "median_ms", "peak_memory_bytes")
+    ):
+        latest[(problem_pk, precision)] = (median_ms, peak)
+        level_of[problem_pk] = level
+    out: dict[int | None, list[LeaderboardRow]] = defaultdict(list)
+    for precision, label in BASELINE_ROWS:
+        per_problem: dict[int, tuple[float, float | None]] = {}
+        for (problem_pk, prec), (median_ms, peak) in latest.items():
+            tf32 = latest.get((problem_pk, Baseline.Precision.TF32))
+            if prec != precision or tf32 is None:
+                continue
+            ratio = tf32[1] / peak if tf32[1] and peak else None
+            per_problem[problem_pk] = (tf32[0] / median_ms, ratio)
+        if not per_problem:
+            continue
+        for level in (None, *LEVELS):
+            values = [v for pk, v in per_problem.items() if level is None or level_of[pk] == level]
+            if not values:
+                continue
+            speedups = [s for s, _ in values]
+            ratios = [r for _, r in values if r is not None]
+            out[level].append(
+                LeaderboardRow(
+                    kind="baseline",
+                    name=label,
+                    level=level,
+                    baseline=precision,
+                    attempted=len(values),
+                    speedup=geomean(speedups),
+                    fast_p={p_label(p): pct(sum(1 for s in speedups if s > p), len(speedups)) for p in FAST_P},
+                    memory_efficiency=geomean(ratios),
+                    mem_efficient_pct=pct(sum(1 for r in ratios if r > 1), len(ratios)),
+                    mem_increased_pct=pct(sum(1 for r in ratios if r < 1), len(ratios)),
+                )
+            )
+    return out
+
+
+def compute_leaderboard(*, hardware: str, problem_set: str) -> LeaderboardData:
+    """Compute the whole board (every level and overall) without the cache. Three queries in all."""
+    samples: dict[int, dict[int, list[tuple]]] = defaultdict(lambda: defaultdict(list))  # llm -> problem -> rows
+    llms: dict[int, str] = {}
+    problems: dict[int, tuple[int, int, str]] = {}
+    for t in _evaluation_tuples(hardware=hardware, problem_set=problem_set):
+        samples[t[LLM]][t[PROBLEM]].append(t)
+        llms[t[LLM]] = t[NAME]
+        problems[t[PROBLEM]] = (t[LEVEL], t[PID], t[PNAME])
+
+    rows: dict[int | None, list[LeaderboardRow]] = defaultdict(list)
+    cells: dict[int, dict[int, Cell]] = defaultdict(dict)
+    decomposition: dict[int, dict[int, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    for llm_id, per_problem in samples.items():
+        for problem_pk, ss in per_problem.items():
+            if chosen := _best([s for s in ss if s[ELIGIBLE]], SPEEDUP):
+                cells[problem_pk][llm_id] = Cell(chosen[KERNEL], chosen[SPEEDUP], chosen[MEMORY])
+            decomposition[llm_id][problems[problem_pk][0]][_decompose(ss)] += 1
+        rows[None].append(_llm_row(llms[llm_id], llm_id, None, per_problem))
+        for level in LEVELS:
+            at_level = {pk: ss for pk, ss in per_problem.items() if problems[pk][0] == level}
+            if at_level:
+                rows[level].append(_llm_row(llms[llm_id], llm_id, level, at_level))
+
+    for level, baseline_rows in _baseline_rows(hardware=hardware, problem_set=problem_set).items():
+        rows[level].extend(baseline_rows)
+    for level_rows in rows.values():
+        ranked = sorted((r for r in level_rows if not r.is_baseline), key=lambda r: (-(r.speedup or 0), r.name))
+        for i, row in enumerate(ranked, 1):
+            row.rank = i
+        level_rows[:] = sort_rows(level_rows, DEFAULT_SORT)
+
+    inactive = list(
+        Problem.objects.filter(problem_set=problem_set, active=False, is_latest=True, core=True)
+        .order_by("level", "problem_id")
+        .values_list("pk", "level", "problem_id", "name", "inactive_reason")
+    )
+    return LeaderboardData(
+        hardware=hardware,
+        problem_set=problem_set,
+        rows=dict(rows),
+        llms=llms,
+        problems=problems,
+        cells={k: dict(v) for k, v in cells.items()},
+        decomposition={k: dict(v) for k, v in decomposition.items()},
+        inactive=inactive,
+    )
+
+
+def llm_level_rows(data: LeaderboardData, llm_id: int) -> list[LeaderboardRow]:
+    """One LLM's rows (overall first, then per level) out of a computed board."""
+    return [
+        r for level in (None, *LEVELS) for r in data.rows.get(level, []) if r.llm_id == llm_id and not r.is_baseline
+    ]

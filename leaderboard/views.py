@@ -1,0 +1,185 @@
+"""Leaderboard, problem and LLM pages, and plotly.js served from the installed package. Thin: parse, read, render."""
+
+from __future__ import annotations
+
+import gzip
+from functools import lru_cache
+
+import plotly
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.cache import patch_cache_control, patch_vary_headers
+from django.views.decorators.http import require_GET
+
+from leaderboard import charts
+from leaderboard.selectors.pages import llm_page, problem_page
+from leaderboard.selectors.ranking import (
+    FAST_P,
+    LEVELS,
+    BoardChoices,
+    LeaderboardData,
+    board_choices,
+    cache_key,
+    cache_ttl,
+    leaderboard_data,
+    llm_level_rows,
+    p_label,
+    parse_sort,
+    sort_rows,
+)
+
+# (sort key, header, explanation) in display order; the template renders LLM and baseline rows from the same list.
+COLUMNS = [
+    ("name", "LLM / baseline", ""),
+    ("correctness", "Correct %", "Problems with at least one correct sample / active problems attempted"),
+    ("speedup", "Correct Speedup", "Geomean over correct problems of TF32 baseline time / kernel time (best of k)"),
+    *(
+        (
+            f"fast_{p_label(p)}",
+            "Fast@1" if p == 1 else f"fast_{p_label(p)}",
+            f"Attempted problems whose chosen kernel is correct and faster than {p_label(p)}x the TF32 baseline",
+        )
+        for p in FAST_P
+    ),
+    ("memory", "Mem eff.", "Geomean over correct problems of baseline peak memory / kernel peak memory"),
+    ("mem_efficient", "Mem efficient %", "Correct problems whose kernel lowers peak memory"),
+    ("mem_increased", "Mem increased %", "Correct problems whose kernel raises peak memory"),
+    ("kernels", "Kernels", "Evaluated kernels (all samples)"),
+    ("standard", "Standard speedup", "Standard protocol: D1 only, atol=rtol=1e-2, FP32 baseline, no audit"),
+    ("inflation", "Inflation", "Standard speedup / verified speedup"),
+]
+LEVEL_TABS = [("", "Overall"), *((str(level), f"Level {level}") for level in LEVELS)]
+
+
+def _board_params(request: HttpRequest, choices: BoardChoices) -> tuple[str, str, int | None]:
+    hardware = request.GET.get("hardware") or choices.default_hardware
+    problem_set = request.GET.get("problem_set") or choices.default_problem_set
+    level_param = request.GET.get("level", "")
+    level = int(level_param) if level_param in {str(lv) for lv in LEVELS} else None
+    return hardware, problem_set, level
+
+
+def _kernel_url(kernel_id: int) -> str:
+    return reverse("inspector:kernel-detail", args=[kernel_id])
+
+
+def _cached_fragment(data: LeaderboardData, name: str, build) -> str:
+    """Rendering a figure costs more than reading the cached board, so fragments are cached beside it."""
+    return cache.get_or_set(cache_key("chart", data.hardware, data.problem_set, name), build, cache_ttl())
+
+
+def _charts(data: LeaderboardData, level: int | None, llm_ids: list[int] | None = None) -> dict[str, str]:
+    llm_ids = llm_ids if llm_ids is not None else list(data.llms)
+    levels = [level] if level else list(LEVELS)
+    rows_by_level = {lv: [r for r in data.rows.get(lv, []) if r.llm_id in llm_ids] for lv in levels}
+    in_level = {pk for pk, p in data.problems.items() if level is None or p[0] == level}
+    speedups = {
+        data.llms[llm_id]: [cs[llm_id].speedup for pk, cs in data.cells.items() if pk in in_level and llm_id in cs]
+        for llm_id in llm_ids
+    }
+    tag = f"{level}:{','.join(map(str, sorted(llm_ids)))}"
+    out = {
+        "scatter": lambda: charts.to_fragment(charts.memory_speedup_figure(rows_by_level), "chart-memory-speedup"),
+        "cdf": lambda: charts.to_fragment(charts.speedup_cdf_figure(speedups), "chart-speedup-cdf"),
+        "decomposition": lambda: charts.to_fragment(
+            charts.decomposition_figure(charts.level_counters(data.decomposition, llm_ids)), "chart-decomposition"
+        ),
+        "heatmap": lambda: charts.to_fragment(
+            charts.heatmap_figure(
+                {pk: p for pk, p in data.problems.items() if pk in in_level},
+                {i: data.llms[i] for i in llm_ids},
+                data.cells,
+                _kernel_url,
+            ),
+            "chart-heatmap",
+        ),
+    }
+    return {name: _cached_fragment(data, f"{name}:{tag}", build) for name, build in out.items()}
+
+
+@require_GET
+def index(request: HttpRequest) -> HttpResponse:
+    """The leaderboard: one row per LLM for the chosen level, baselines beside them, then the charts."""
+    choices = board_choices()
+    hardware, problem_set, level = _board_params(request, choices)
+    sort_key, descending = parse_sort(request.GET.get("sort"))
+    data = leaderboard_data(hardware=hardware, problem_set=problem_set)
+    rows = sort_rows(data.rows.get(level, []), f"{'-' if descending else ''}{sort_key}")
+    return render(
+        request,
+        "leaderboard/index.html",
+        {
+            "rows": rows,
+            "columns": COLUMNS,
+            "sort_key": sort_key,
+            "descending": descending,
+            "level": level,
+            "level_param": str(level or ""),
+            "level_tabs": LEVEL_TABS,
+            "hardware": hardware,
+            "problem_set": problem_set,
+            "choices": choices,
+            "data": data,
+            "synthetic": hardware.startswith("synthetic"),
+            "charts": _charts(data, level) if data.llms else {},
+        },
+    )
+
+
+@require_GET
+def problem_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    page = problem_page(pk=pk, hardware=request.GET.get("hardware") or None)
+    return render(request, "leaderboard/problem_detail.html", {"page": page, "problem": page.problem})
+
+
+@require_GET
+def llm_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    choices = board_choices()
+    hardware, problem_set, level = _board_params(request, choices)
+    page = llm_page(pk=pk, hardware=hardware, level=level, page=request.GET.get("page", 1))
+    data = leaderboard_data(hardware=hardware, problem_set=problem_set)
+    return render(
+        request,
+        "leaderboard/llm_detail.html",
+        {
+            "page": page,
+            "llm": page.llm,
+            "rows": llm_level_rows(data, page.llm.pk),
+            "columns": COLUMNS,
+            "hardware": hardware,
+            "problem_set": problem_set,
+            "level": level,
+            "level_param": str(level or ""),
+            "level_tabs": LEVEL_TABS,
+            "choices": choices,
+            "charts": _charts(data, level, [page.llm.pk]) if page.llm.pk in data.llms else {},
+        },
+    )
+
+
+@lru_cache(maxsize=1)
+def _plotly_js() -> tuple[bytes, bytes]:
+    from plotly.offline import get_plotlyjs
+
+    raw = get_plotlyjs().encode()
+    return raw, gzip.compress(raw, compresslevel=6)
+
+
+@require_GET
+def plotly_js(request: HttpRequest) -> HttpResponse:
+    """plotly.min.js from the installed plotly package (no CDN, nothing committed), gzipped when the client can."""
+    raw, gz = _plotly_js()
+    if "gzip" in request.headers.get("Accept-Encoding", ""):
+        response = HttpResponse(gz, content_type="application/javascript")
+        response["Content-Encoding"] = "gzip"
+    else:
+        response = HttpResponse(raw, content_type="application/javascript")
+    patch_vary_headers(response, ["Accept-Encoding"])
+    # The URL carries the plotly version, so the file can be cached for a year.
+    patch_cache_control(response, public=True, max_age=365 * 24 * 3600, immutable=True)
+    return response
+
+
+PLOTLY_VERSION = plotly.__version__
