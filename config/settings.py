@@ -200,6 +200,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",  # served by the app, so /api/docs/ works offline
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several models have a "status" field with different choices; name their enums explicitly.
+    "ENUM_NAME_OVERRIDES": {
+        "SubmissionStatusEnum": "leaderboard.models.Submission.Status",
+        "EvaluationStatusEnum": "evaluator.models.Evaluation.Status",
+    },
 }
 
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

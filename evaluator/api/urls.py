@@ -1,3 +1,10 @@
-from django.urls import path  # noqa: F401
+"""The evaluations API's routes (SimpleRouter: config/api.py mounts several apps at /api/)."""
 
-urlpatterns: list = []
+from rest_framework.routers import SimpleRouter
+
+from evaluator.api import views
+
+router = SimpleRouter()
+router.register("evaluations", views.EvaluationViewSet, basename="api-evaluation")
+
+urlpatterns: list = [*router.urls]

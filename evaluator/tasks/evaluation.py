@@ -1,1 +1,63 @@
-"""Celery tasks that run harness evaluations."""
+"""Celery tasks that run harness evaluations: thin adapters over evaluator.services.evaluations.
+
+The worker never imports torch: `evaluator.runner.run_evaluation` runs the candidate in a subprocess harness.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(
+    name="evaluator.evaluate_kernel",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    # Retries are decided from the row's own attempt counter (evaluation_retry_or_fail); this is a backstop.
+    max_retries=settings.EVALUATOR_MAX_ATTEMPTS,
+)
+def evaluate_kernel(self: Any, evaluation_id: int, **kwargs: Any) -> None:
+    """Claim evaluation `evaluation_id`, run the harness on it and store the result record.
+
+    A duplicate or redelivered message finds the row already claimed and returns. Only `InfraError` (the
+    machinery failed, not the kernel) is retried, with backoff, up to EVALUATOR_MAX_ATTEMPTS.
+    """
+    from evaluator import runner
+    from evaluator.services import evaluations as svc
+
+    if kwargs:  # messages from a newer or older deployment: log and carry on (Read the Docs' rule)
+        log.warning("evaluate_kernel(%s): ignoring unknown arguments %s", evaluation_id, sorted(kwargs))
+    evaluation = svc.evaluation_claim(evaluation_id=evaluation_id, worker=self.request.hostname or "")
+    if evaluation is None:
+        return
+    try:
+        record = runner.run_evaluation(**svc.harness_arguments(evaluation))
+    except runner.InfraError as exc:
+        log.warning("evaluation %s: infrastructure error on attempt %s: %s", evaluation_id, evaluation.attempts, exc)
+        if svc.evaluation_retry_or_fail(evaluation=evaluation, error=f"infrastructure error: {exc}"):
+            raise self.retry(exc=exc, countdown=svc.retry_countdown(evaluation.attempts)) from exc
+        return
+    except SoftTimeLimitExceeded:
+        svc.evaluation_finish(evaluation=evaluation, record=svc.timeout_record(seconds=svc.time_limits().soft))
+        return
+    except Exception as exc:  # a bug on our side: record it rather than leave the row RUNNING until the reaper
+        log.exception("evaluation %s: unexpected error", evaluation_id)
+        svc.evaluation_fail(evaluation=evaluation, error=f"internal error: {type(exc).__name__}: {exc}")
+        return
+    svc.evaluation_finish(evaluation=evaluation, record=record)
+
+
+@shared_task(name="evaluator.reap_evaluations", ignore_result=True)
+def reap_evaluations() -> dict[str, list[int]]:
+    """Requeue or fail evaluations whose worker died (schedule it with celery beat, or run the command)."""
+    from evaluator.services.evaluations import evaluations_reap
+
+    result = evaluations_reap()
+    return {"requeued": result.requeued, "failed": result.failed}

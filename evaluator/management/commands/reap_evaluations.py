@@ -1,0 +1,32 @@
+"""`manage.py reap_evaluations`: requeue or fail evaluations stuck in RUNNING because their worker died."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from evaluator.services.evaluations import evaluations_reap, time_limits
+
+
+class Command(BaseCommand):
+    help = (
+        "Requeue RUNNING evaluations older than the Celery hard time limit (their worker was lost), "
+        "or mark them FAILED after EVALUATOR_MAX_ATTEMPTS. Safe to run at any time, e.g. from cron every minute."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--stale-after",
+            type=float,
+            default=None,
+            help=f"seconds a RUNNING row may age before it counts as lost (default: hard limit + 60 = "
+            f"{time_limits().hard + 60})",
+        )
+
+    def handle(self, *args: Any, stale_after: float | None = None, **options: Any) -> None:
+        delta = timedelta(seconds=stale_after) if stale_after is not None else None
+        result = evaluations_reap(stale_after=delta)
+        self.stdout.write(f"requeued {len(result.requeued)}: {result.requeued}")
+        self.stdout.write(f"failed {len(result.failed)}: {result.failed}")

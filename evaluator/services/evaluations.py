@@ -1,0 +1,417 @@
+"""Writes about evaluations: enqueue, claim, finish, fail, requeue, reap and re-run.
+
+The Evaluation row is the truth. Every state change is a conditional UPDATE on (pk, status[, attempts]), so a
+duplicate message, a redelivery or a late finish from a reaped attempt changes nothing. Submission counters move
+with F() expressions in the same transaction as the evaluation they count, and only for current evaluations.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from evaluator.models import Baseline, DistributionResult, Evaluation
+from leaderboard.models import Kernel, Submission
+
+log = logging.getLogger(__name__)
+
+HARDWARE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,49}$")
+ERROR_MAX_CHARS = 4000
+RESULT_STATUSES = set(Evaluation.ResultStatus.values)
+
+
+# --- Queues and limits ------------------------------------------------------------------------------------------
+
+
+def queue_for(hardware: str) -> str:
+    """Each hardware label has its own queue, so a GPU worker only takes work meant for its GPU."""
+    return f"eval-{hardware}"
+
+
+def device_for(hardware: str) -> str:
+    """The torch device the harness uses for a hardware label: "cpu" labels run on CPU, all others on CUDA."""
+    return "cpu" if hardware.split("-")[0] == "cpu" else "cuda"
+
+
+@dataclass(frozen=True, slots=True)
+class TimeLimits:
+    """Nested limits: the harness kills its own subprocess first, Celery's soft limit next, the hard limit last."""
+
+    harness: float
+    soft: int
+    hard: int
+
+
+def time_limits() -> TimeLimits:
+    harness = float(settings.EVALUATOR_HARNESS_TIMEOUT)
+    soft = int(harness) + int(getattr(settings, "EVALUATOR_SOFT_LIMIT_MARGIN", 60))
+    hard = soft + int(getattr(settings, "EVALUATOR_HARD_LIMIT_MARGIN", 30))
+    return TimeLimits(harness=harness, soft=soft, hard=hard)
+
+
+def retry_countdown(attempts: int) -> int:
+    """Exponential backoff for infrastructure faults: base, 2*base, 4*base... capped at ten minutes."""
+    base = int(getattr(settings, "EVALUATOR_RETRY_BACKOFF", 10))
+    return min(600, base * 2 ** max(0, attempts - 1))
+
+
+def evaluations_enqueue(*, evaluations: Iterable[Evaluation]) -> None:
+    """Send one `evaluator.evaluate_kernel` message per evaluation, after the surrounding transaction commits.
+
+    Enqueueing after commit means a worker never receives an id it cannot see yet, and a rolled-back upload never
+    sends anything.
+    """
+    from evaluator.tasks.evaluation import evaluate_kernel as evaluate_kernel_task
+
+    limits = time_limits()
+    jobs = [(ev.pk, ev.task_id, queue_for(ev.hardware)) for ev in evaluations]
+
+    def send() -> None:
+        for pk, task_id, queue in jobs:
+            evaluate_kernel_task.apply_async(
+                args=[pk], task_id=task_id or None, queue=queue, soft_time_limit=limits.soft, time_limit=limits.hard
+            )
+
+    transaction.on_commit(send)
+
+
+# --- Claim and run ----------------------------------------------------------------------------------------------
+
+
+def evaluation_claim(*, evaluation_id: int, worker: str = "") -> Evaluation | None:
+    """Compare-and-set QUEUED -> RUNNING. Returns the claimed row, or None when another delivery got it first."""
+    with transaction.atomic():
+        claimed = Evaluation.objects.filter(pk=evaluation_id, status=Evaluation.Status.QUEUED, is_current=True).update(
+            status=Evaluation.Status.RUNNING,
+            started_at=timezone.now(),
+            finished_at=None,
+            attempts=F("attempts") + 1,
+            worker=worker[:255],
+        )
+        if claimed != 1:
+            return None
+        evaluation = Evaluation.objects.select_related("kernel__problem").get(pk=evaluation_id)
+        Submission.objects.filter(pk=evaluation.kernel.submission_id, status=Submission.Status.RECEIVED).update(
+            status=Submission.Status.RUNNING
+        )
+    return evaluation
+
+
+def harness_arguments(evaluation: Evaluation) -> dict[str, Any]:
+    """Keyword arguments for `evaluator.runner.run_evaluation` (the harness contract) for one claimed evaluation."""
+    device = device_for(evaluation.hardware)
+    return {
+        "problem_source": evaluation.kernel.problem.source,
+        "kernel_source": evaluation.kernel.source,
+        "device": device,
+        "timeout": time_limits().harness,
+        "work_root": settings.EVALUATOR_WORK_DIR,
+        "compile_cache_dir": settings.EVALUATOR_COMPILE_CACHE_DIR,
+        "python": settings.EVALUATOR_PYTHON or None,
+        # CPU runs are demos and tests: small trial counts. GPU runs use the full protocol.
+        "options": {"quick": device == "cpu", "hardware": evaluation.hardware},
+    }
+
+
+def timeout_record(*, seconds: int) -> dict[str, Any]:
+    """The result record for an evaluation stopped by Celery's soft time limit (the harness should stop first)."""
+    return {
+        "status": Evaluation.ResultStatus.TIMEOUT.value,
+        "correct": False,
+        "standard_correct": False,
+        "distributions": [],
+        "checks": [],
+        "error": f"evaluation exceeded the worker's soft time limit ({seconds} s)",
+    }
+
+
+# --- Finish -----------------------------------------------------------------------------------------------------
+
+
+def finite(value: Any) -> Any:
+    """Replace NaN/Inf anywhere in a JSON-like value with None (PostgreSQL jsonb rejects them)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def _number(value: Any, *, positive: bool = False) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    if positive and value <= 0:
+        return None
+    return float(value)
+
+
+def _flag(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _count_finished(evaluation: Evaluation, *, correct: bool) -> None:
+    """Count a newly finished evaluation on its submission, if it is still the current one, and close the
+    submission when every kernel has a finished current evaluation. Call inside the finishing transaction."""
+    if not Evaluation.objects.filter(pk=evaluation.pk, is_current=True).exists():
+        return  # superseded by a re-run while it ran: the new row will be counted instead
+    submission_id = Kernel.objects.filter(pk=evaluation.kernel_id).values_list("submission_id", flat=True).get()
+    Submission.objects.filter(pk=submission_id).update(
+        evaluated_count=F("evaluated_count") + 1, correct_count=F("correct_count") + int(correct)
+    )
+    complete = Submission.objects.filter(pk=submission_id, evaluated_count=F("kernel_count"))
+    any_done = Evaluation.objects.filter(
+        kernel__submission_id=submission_id, is_current=True, status=Evaluation.Status.DONE
+    ).exists()
+    complete.update(status=Submission.Status.DONE if any_done else Submission.Status.FAILED)
+
+
+def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool:
+    """Store a harness result record: Evaluation columns, DistributionResult rows, Baselines created if absent,
+    and the submission's counters. Returns False (and stores nothing) if this attempt no longer owns the row."""
+    record = finite(record)
+    if not isinstance(record, dict) or record.get("status") not in RESULT_STATUSES:
+        return evaluation_fail(evaluation=evaluation, error="the harness returned a malformed result record")
+    status = record["status"]
+    correct = bool(record.get("correct")) if status == Evaluation.ResultStatus.OK else False
+    ci = record.get("speedup_ci") if isinstance(record.get("speedup_ci"), list) else [None, None]
+    timing = record.get("timing") if isinstance(record.get("timing"), dict) else {}
+    candidate = timing.get("candidate") if isinstance(timing.get("candidate"), dict) else {}
+    with transaction.atomic():
+        updated = Evaluation.objects.filter(
+            pk=evaluation.pk, status=Evaluation.Status.RUNNING, attempts=evaluation.attempts
+        ).update(
+            status=Evaluation.Status.DONE,
+            finished_at=timezone.now(),
+            result=record,
+            result_status=status,
+            correct=correct,
+            standard_correct=_flag(record.get("standard_correct")),
+            reference_constant=_flag(record.get("reference_constant")),
+            speedup=_number(record.get("speedup"), positive=True),
+            speedup_ci_low=_number(ci[0] if len(ci) > 0 else None),
+            speedup_ci_high=_number(ci[1] if len(ci) > 1 else None),
+            speedup_fp32=_number(record.get("speedup_fp32"), positive=True),
+            memory_ratio=_number(record.get("memory_ratio"), positive=True),
+            candidate_ms=_number(candidate.get("median_ms"), positive=True),
+            error=str(record.get("error") or "")[:ERROR_MAX_CHARS],
+        )
+        if updated != 1:
+            log.warning("evaluation %s: result of a stale attempt ignored", evaluation.pk)
+            return False
+        _store_distributions(evaluation, record.get("distributions"))
+        _store_baselines(evaluation, record, timing)
+        _count_finished(evaluation, correct=correct)
+    return True
+
+
+def _store_distributions(evaluation: Evaluation, distributions: Any) -> None:
+    rows = []
+    for item in distributions if isinstance(distributions, list) else []:
+        if not isinstance(item, dict) or item.get("name") not in DistributionResult.Name.values:
+            continue
+        trials = item.get("trials")
+        rows.append(
+            DistributionResult(
+                evaluation=evaluation,
+                name=item["name"],
+                passed=_flag(item.get("passed")),
+                skipped=bool(item.get("skipped")),
+                skip_reason=str(item.get("skip_reason") or "")[:500],
+                max_abs_error=_number(item.get("max_abs_error")),
+                max_rel_error=_number(item.get("max_rel_error")),
+                trials=trials if isinstance(trials, int) and 0 <= trials < 32768 else 0,
+                errors=str(item.get("error") or "")[:ERROR_MAX_CHARS],
+            )
+        )
+    DistributionResult.objects.filter(evaluation=evaluation).delete()  # a re-claimed attempt starts clean
+    DistributionResult.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+BASELINE_KEYS = {
+    Baseline.Precision.TF32: "baseline_tf32",
+    Baseline.Precision.FP32: "baseline_fp32",
+    Baseline.Precision.COMPILE: "baseline_compile",
+}
+
+
+def _store_baselines(evaluation: Evaluation, record: dict[str, Any], timing: dict[str, Any]) -> None:
+    """Keep the paired reference measurement as the stored Baseline when none exists yet for this setting."""
+    environment = record.get("environment") if isinstance(record.get("environment"), dict) else {}
+    torch_version = str(environment.get("torch") or "unknown")[:64]
+    memory = record.get("memory") if isinstance(record.get("memory"), dict) else {}
+    for precision, key in BASELINE_KEYS.items():
+        stats = timing.get(key)
+        median = _number(stats.get("median_ms"), positive=True) if isinstance(stats, dict) else None
+        if median is None:
+            continue
+        calls = stats.get("calls")
+        peak = memory.get("baseline_peak_bytes") if precision == Baseline.Precision.TF32 else None
+        Baseline.objects.get_or_create(
+            problem_id=evaluation.kernel.problem_id,
+            hardware=evaluation.hardware,
+            torch_version=torch_version,
+            precision=precision,
+            defaults={
+                "median_ms": median,
+                "iqr_ms": _number(stats.get("iqr_ms")),
+                "mean_ms": _number(stats.get("mean_ms")),
+                "calls": calls if isinstance(calls, int) and calls >= 0 else 0,
+                "stats": {
+                    **stats,
+                    "method": timing.get("method"),
+                    "device_kind": timing.get("device_kind"),
+                    "evaluation_id": evaluation.pk,
+                },
+                "peak_memory_bytes": peak if isinstance(peak, int) and not isinstance(peak, bool) else None,
+            },
+        )
+
+
+# --- Failures, retries and the reaper ---------------------------------------------------------------------------
+
+
+def evaluation_fail(*, evaluation: Evaluation, error: str) -> bool:
+    """Give up on an evaluation (infrastructure, not the kernel's fault): FAILED, no verdict, counted as finished."""
+    with transaction.atomic():
+        updated = Evaluation.objects.filter(
+            pk=evaluation.pk, status=Evaluation.Status.RUNNING, attempts=evaluation.attempts
+        ).update(status=Evaluation.Status.FAILED, finished_at=timezone.now(), error=error[:ERROR_MAX_CHARS])
+        if updated != 1:
+            return False
+        _count_finished(evaluation, correct=False)
+    return True
+
+
+def evaluation_retry_or_fail(*, evaluation: Evaluation, error: str) -> bool:
+    """After an infrastructure fault: put the row back in the queue if attempts are left (True: the caller sends
+    the retry message), else mark it FAILED (False)."""
+    if evaluation.attempts >= settings.EVALUATOR_MAX_ATTEMPTS:
+        evaluation_fail(evaluation=evaluation, error=f"gave up after {evaluation.attempts} attempts: {error}")
+        return False
+    updated = Evaluation.objects.filter(
+        pk=evaluation.pk, status=Evaluation.Status.RUNNING, attempts=evaluation.attempts
+    ).update(status=Evaluation.Status.QUEUED, started_at=None, worker="", error=error[:ERROR_MAX_CHARS])
+    return updated == 1
+
+
+@dataclass(frozen=True, slots=True)
+class ReapResult:
+    requeued: list[int]
+    failed: list[int]
+
+
+def evaluations_reap(*, stale_after: timedelta | None = None) -> ReapResult:
+    """Requeue RUNNING evaluations older than the hard time limit (their worker died), or fail them once they
+    have used EVALUATOR_MAX_ATTEMPTS. A worker that is alive never holds a row that long: Celery kills it first."""
+    stale_after = stale_after or timedelta(seconds=time_limits().hard + 60)
+    cutoff = timezone.now() - stale_after
+    requeued: list[int] = []
+    failed: list[int] = []
+    stale = Evaluation.objects.filter(status=Evaluation.Status.RUNNING, started_at__lt=cutoff).select_related("kernel")
+    for evaluation in stale:
+        if evaluation.attempts >= settings.EVALUATOR_MAX_ATTEMPTS:
+            if evaluation_fail(evaluation=evaluation, error=f"worker lost {evaluation.attempts} times; gave up"):
+                failed.append(evaluation.pk)
+            continue
+        with transaction.atomic():
+            task_id = str(uuid.uuid4())
+            updated = Evaluation.objects.filter(
+                pk=evaluation.pk, status=Evaluation.Status.RUNNING, attempts=evaluation.attempts
+            ).update(
+                status=Evaluation.Status.QUEUED,
+                started_at=None,
+                worker="",
+                task_id=task_id,
+                error=f"requeued by the reaper after attempt {evaluation.attempts} (worker lost)",
+            )
+            if updated == 1:
+                evaluation.task_id = task_id
+                evaluations_enqueue(evaluations=[evaluation])
+                requeued.append(evaluation.pk)
+    return ReapResult(requeued=requeued, failed=failed)
+
+
+# --- Staff re-runs ----------------------------------------------------------------------------------------------
+
+
+def _supersede(old: Evaluation) -> None:
+    """Take `old` out of the current set (inside a transaction, row locked) and undo its count if it was counted."""
+    Evaluation.objects.filter(pk=old.pk).update(is_current=False)
+    if old.status == Evaluation.Status.QUEUED:
+        # Its message may still be waiting; the claim only takes current rows, and this closes the row for good.
+        Evaluation.objects.filter(pk=old.pk).update(
+            status=Evaluation.Status.FAILED, finished_at=timezone.now(), error="superseded by a re-run"
+        )
+    if old.is_current and old.is_finished:
+        counted_correct = int(old.status == Evaluation.Status.DONE and bool(old.correct))
+        Submission.objects.filter(pk=old.kernel.submission_id).update(
+            evaluated_count=F("evaluated_count") - 1, correct_count=F("correct_count") - counted_correct
+        )
+    Submission.objects.filter(pk=old.kernel.submission_id).exclude(status=Submission.Status.RUNNING).update(
+        status=Submission.Status.RUNNING
+    )
+
+
+def _rerun_locked(old: Evaluation) -> Evaluation:
+    _supersede(old)
+    new = Evaluation.objects.create(
+        kernel_id=old.kernel_id, hardware=old.hardware, status=Evaluation.Status.QUEUED, task_id=str(uuid.uuid4())
+    )
+    evaluations_enqueue(evaluations=[new])
+    return new
+
+
+def evaluation_rerun(*, evaluation_id: int) -> Evaluation:
+    """Staff re-run: a new current Evaluation for the same kernel and hardware; the old row is kept, not current."""
+    with transaction.atomic():
+        old = Evaluation.objects.select_for_update().select_related("kernel").get(pk=evaluation_id)
+        if not old.is_current:
+            # Re-running a historical row re-runs whatever is current for that kernel now.
+            current = (
+                Evaluation.objects.select_for_update()
+                .select_related("kernel")
+                .filter(kernel_id=old.kernel_id, hardware=old.hardware, is_current=True)
+                .first()
+            )
+            if current is None:
+                new = Evaluation.objects.create(
+                    kernel_id=old.kernel_id, hardware=old.hardware, task_id=str(uuid.uuid4())
+                )
+                evaluations_enqueue(evaluations=[new])
+                return new
+            old = current
+        return _rerun_locked(old)
+
+
+def submission_rerun(*, submission_id: int) -> list[Evaluation]:
+    """Staff re-run of every kernel of a submission on its hardware."""
+    with transaction.atomic():
+        submission = Submission.objects.select_for_update().get(pk=submission_id)
+        olds = list(
+            Evaluation.objects.select_for_update()
+            .select_related("kernel")
+            .filter(kernel__submission=submission, hardware=submission.hardware, is_current=True)
+        )
+        news = [_rerun_locked(old) for old in olds]
+        # Kernels without a current evaluation (should not happen, but keep the invariant) get one too.
+        missing = Kernel.objects.filter(submission=submission).exclude(
+            Q(evaluations__hardware=submission.hardware) & Q(evaluations__is_current=True)
+        )
+        for kernel in missing:
+            new = Evaluation.objects.create(kernel=kernel, hardware=submission.hardware, task_id=str(uuid.uuid4()))
+            evaluations_enqueue(evaluations=[new])
+            news.append(new)
+    return news

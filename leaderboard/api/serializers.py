@@ -1,0 +1,208 @@
+"""Serializers of the catalogue API. Input and output serializers are separate wherever they differ."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from leaderboard.models import LLM, Kernel, Problem, Submission
+from leaderboard.selectors.submissions import submission_progress
+
+
+class LLMSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = LLM
+        fields = ["id", "name", "organisation", "notes", "created_at"]
+
+
+class ProblemSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Problem
+        fields = [
+            "id",
+            "problem_set",
+            "level",
+            "problem_id",
+            "name",
+            "filename",
+            "sha256",
+            "core",
+            "active",
+            "inactive_reason",
+            "is_latest",
+            "is_demo",
+            "created_at",
+        ]
+
+
+class ProblemDetailSerializer(ProblemSerializer):
+    class Meta(ProblemSerializer.Meta):
+        fields = [*ProblemSerializer.Meta.fields, "source", "origin"]
+
+
+class KernelSerializer(serializers.ModelSerializer):
+    llm_name = serializers.CharField(source="llm.name", read_only=True)
+    level = serializers.IntegerField(source="problem.level", read_only=True)
+    problem_number = serializers.IntegerField(source="problem.problem_id", read_only=True)
+
+    class Meta:
+        model = Kernel
+        fields = ["id", "submission", "llm", "llm_name", "problem", "level", "problem_number", "sample", "sha256"]
+
+
+class KernelDetailSerializer(KernelSerializer):
+    class Meta(KernelSerializer.Meta):
+        fields = [*KernelSerializer.Meta.fields, "source", "created_at"]
+
+
+class BundleReportItemSerializer(serializers.Serializer):
+    """One row of the per-file report: what the parser did with one file, JSON key or JSONL line."""
+
+    name = serializers.CharField()
+    status = serializers.CharField(help_text='"accepted" or "skipped"')
+    reason = serializers.CharField(allow_blank=True)
+    level = serializers.IntegerField(allow_null=True)
+    problem_id = serializers.IntegerField(allow_null=True)
+    sample = serializers.IntegerField(allow_null=True)
+
+
+class SubmissionCreateSerializer(serializers.Serializer):
+    """Input of POST /api/submissions/ (multipart)."""
+
+    bundle = serializers.FileField(
+        help_text="A .zip/.tar.gz KernelBench run folder, a leaderboard .json, a .jsonl or a single kernel .py."
+    )
+    llm = serializers.CharField(max_length=200, help_text="The LLM's name; created if new.")
+    organisation = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    problem_set = serializers.CharField(
+        max_length=100, required=False, allow_blank=True, default="", help_text="Default: PROBLEM_SET_DEFAULT."
+    )
+    hardware = serializers.CharField(
+        max_length=50, required=False, allow_blank=True, default="", help_text="Default: EVALUATOR_DEFAULT_HARDWARE."
+    )
+    level = serializers.IntegerField(min_value=1, max_value=9, required=False, allow_null=True, default=None)
+    problem_id = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
+    sample = serializers.IntegerField(min_value=0, required=False, default=0)
+    notes = serializers.CharField(max_length=5000, required=False, allow_blank=True, default="")
+
+    def validate_bundle(self, value: Any) -> Any:
+        if value.size is not None and value.size > settings.BUNDLE_MAX_BYTES:
+            raise serializers.ValidationError(f"The bundle is larger than {settings.BUNDLE_MAX_BYTES} bytes.")
+        return value
+
+
+class SubmissionCreatedSerializer(serializers.Serializer):
+    """Output of POST /api/submissions/ (202 Accepted)."""
+
+    id = serializers.IntegerField()
+    url = serializers.URLField(help_text="This submission in the API: poll it for progress.")
+    page_url = serializers.URLField(help_text="The submission's web page.")
+    status = serializers.CharField()
+    kernel_count = serializers.IntegerField()
+    report = BundleReportItemSerializer(many=True)
+
+
+class BundleRejectedSerializer(serializers.Serializer):
+    """400 answer when the bundle is rejected whole; nothing was stored."""
+
+    detail = serializers.CharField()
+    report = BundleReportItemSerializer(many=True)
+
+
+class KernelProgressSerializer(serializers.Serializer):
+    kernel_id = serializers.IntegerField()
+    evaluation_id = serializers.IntegerField()
+    level = serializers.IntegerField()
+    problem_id = serializers.IntegerField()
+    problem_name = serializers.CharField()
+    sample = serializers.IntegerField()
+    status = serializers.CharField()
+    result_status = serializers.CharField(allow_blank=True)
+    correct = serializers.BooleanField(allow_null=True)
+    speedup = serializers.FloatField(allow_null=True)
+    attempts = serializers.IntegerField()
+    error = serializers.CharField(allow_blank=True)
+
+
+class ProgressSerializer(serializers.Serializer):
+    status = serializers.CharField()
+    total = serializers.IntegerField()
+    done = serializers.IntegerField()
+    correct = serializers.IntegerField()
+    queued = serializers.IntegerField()
+    running = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    percent = serializers.IntegerField()
+    finished = serializers.BooleanField()
+    queue_position = serializers.IntegerField(
+        allow_null=True, help_text="Queued evaluations ahead of this submission's first queued one, same queue."
+    )
+    kernels = KernelProgressSerializer(many=True)
+
+
+class SubmissionSerializer(serializers.ModelSerializer):
+    llm_name = serializers.CharField(source="llm.name", read_only=True)
+    uploader = serializers.SerializerMethodField()
+    url = serializers.SerializerMethodField()
+    page_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Submission
+        fields = [
+            "id",
+            "url",
+            "page_url",
+            "llm",
+            "llm_name",
+            "uploader",
+            "status",
+            "created_at",
+            "problem_set",
+            "hardware",
+            "bundle_name",
+            "bundle_format",
+            "bundle_sha256",
+            "notes",
+            "kernel_count",
+            "evaluated_count",
+            "correct_count",
+        ]
+
+    def get_uploader(self, obj: Submission) -> str:
+        return obj.uploader.get_username() if obj.uploader else ""
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_url(self, obj: Submission) -> str:
+        return _absolute(self.context.get("request"), reverse("api-submission-detail", args=[obj.pk]))
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_page_url(self, obj: Submission) -> str:
+        return _absolute(self.context.get("request"), obj.get_absolute_url())
+
+
+class SubmissionDetailSerializer(SubmissionSerializer):
+    progress = serializers.SerializerMethodField()
+    report = BundleReportItemSerializer(many=True, read_only=True)
+    claimed_results = serializers.JSONField(read_only=True)
+
+    class Meta(SubmissionSerializer.Meta):
+        fields = [*SubmissionSerializer.Meta.fields, "progress", "report", "claimed_results"]
+
+    @extend_schema_field(ProgressSerializer)
+    def get_progress(self, obj: Submission) -> dict[str, Any]:
+        return ProgressSerializer(submission_progress(submission=obj)).data
+
+
+class RerunResultSerializer(serializers.Serializer):
+    """Answer of a staff re-run: the new evaluations, now queued."""
+
+    evaluation_ids = serializers.ListField(child=serializers.IntegerField())
+
+
+def _absolute(request: Any, path: str) -> str:
+    return request.build_absolute_uri(path) if request is not None else path

@@ -1,0 +1,135 @@
+"""Catalogue API: LLMs, problems, kernels and submissions (upload, progress, CSV, staff re-run). Thin ViewSets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import IsAdminUser
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from evaluator.services.evaluations import submission_rerun
+from leaderboard.api import filters, serializers
+from leaderboard.api.renderers import CSVRenderer
+from leaderboard.api.throttles import SubmissionRateThrottle
+from leaderboard.bundles import BundleError, read_upload
+from leaderboard.models import LLM, Kernel, Problem, Submission
+from leaderboard.selectors.submissions import submission_list, submission_results_csv
+from leaderboard.services.submissions import submission_create
+
+
+class LLMViewSet(viewsets.ReadOnlyModelViewSet):
+    """LLMs whose kernels are evaluated."""
+
+    queryset = LLM.objects.all()
+    serializer_class = serializers.LLMSerializer
+    filterset_class = filters.LLMFilter
+
+
+class ProblemViewSet(viewsets.ReadOnlyModelViewSet):
+    """KernelBench problems (every imported source; `is_latest` marks the current one per id)."""
+
+    queryset = Problem.objects.all()
+    filterset_class = filters.ProblemFilter
+
+    def get_serializer_class(self) -> type:
+        return serializers.ProblemDetailSerializer if self.action == "retrieve" else serializers.ProblemSerializer
+
+
+class KernelViewSet(viewsets.ReadOnlyModelViewSet):
+    """Submitted kernels (ModelNew sources)."""
+
+    queryset = Kernel.objects.select_related("llm", "problem")
+    filterset_class = filters.KernelFilter
+
+    def get_serializer_class(self) -> type:
+        return serializers.KernelDetailSerializer if self.action == "retrieve" else serializers.KernelSerializer
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List submissions"),
+    retrieve=extend_schema(summary="A submission with its progress and per-file report"),
+)
+class SubmissionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Kernel bundles and their evaluation progress. Anyone can read; uploading needs a token (or a session)."""
+
+    filterset_class = filters.SubmissionFilter
+    parser_classes = [MultiPartParser, FormParser, JSONParser]
+
+    def get_queryset(self) -> QuerySet[Submission]:
+        return submission_list()
+
+    def get_serializer_class(self) -> type:
+        if self.action == "create":
+            return serializers.SubmissionCreateSerializer
+        if self.action == "retrieve":
+            return serializers.SubmissionDetailSerializer
+        return serializers.SubmissionSerializer
+
+    def get_throttles(self) -> list[Any]:
+        throttles = super().get_throttles()
+        if self.action == "create":
+            throttles.append(SubmissionRateThrottle())
+        return throttles
+
+    @extend_schema(
+        summary="Upload a kernel bundle",
+        request={"multipart/form-data": serializers.SubmissionCreateSerializer},
+        responses={
+            202: serializers.SubmissionCreatedSerializer,
+            400: OpenApiResponse(serializers.BundleRejectedSerializer, description="Rejected; nothing stored"),
+        },
+    )
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        form = serializers.SubmissionCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        try:
+            submission = submission_create(
+                uploader=request.user,
+                llm_name=data["llm"],
+                organisation=data["organisation"],
+                filename=data["bundle"].name or "bundle",
+                data=read_upload(data["bundle"], settings.BUNDLE_MAX_BYTES),
+                problem_set=data["problem_set"] or None,
+                hardware=data["hardware"] or None,
+                level=data["level"],
+                problem_id=data["problem_id"],
+                sample=data["sample"],
+                notes=data["notes"],
+            )
+        except BundleError as exc:
+            return Response({"detail": exc.message, "report": exc.report}, status=status.HTTP_400_BAD_REQUEST)
+        out = serializers.SubmissionSerializer(submission, context={"request": request}).data
+        body = {key: out[key] for key in ("id", "url", "page_url", "status", "kernel_count")}
+        body["report"] = submission.report
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": out["url"]})
+
+    @extend_schema(summary="Results of a submission as CSV", responses={(200, "text/csv"): OpenApiTypes.STR})
+    @action(detail=True, methods=["get"], url_path="results.csv", renderer_classes=[CSVRenderer, JSONRenderer])
+    def results_csv(self, request: Request, pk: str | None = None) -> Response:
+        submission = self.get_object()
+        return Response(
+            submission_results_csv(submission=submission),
+            content_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="submission-{submission.pk}-results.csv"'},
+        )
+
+    @extend_schema(
+        summary="Re-run every kernel of a submission (staff)",
+        request=None,
+        responses={202: serializers.RerunResultSerializer},
+    )
+    @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])
+    def rerun(self, request: Request, pk: str | None = None) -> Response:
+        submission = self.get_object()
+        evaluations = submission_rerun(submission_id=submission.pk)
+        return Response({"evaluation_ids": [ev.pk for ev in evaluations]}, status=status.HTTP_202_ACCEPTED)

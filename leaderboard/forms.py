@@ -1,0 +1,55 @@
+"""Forms of the leaderboard app: the bundle upload form."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.conf import settings
+
+from leaderboard.models import LLM, Problem
+
+
+class SubmitForm(forms.Form):
+    """Upload a kernel bundle for an existing LLM or a new one. Validation of the bundle itself is the parser's."""
+
+    llm = forms.ModelChoiceField(
+        queryset=LLM.objects.all(), required=False, empty_label="— a new LLM (name it below) —", label="LLM"
+    )
+    new_llm = forms.CharField(max_length=200, required=False, label="New LLM name")
+    organisation = forms.CharField(max_length=200, required=False)
+    bundle = forms.FileField(
+        help_text="A .zip or .tar.gz KernelBench run folder, a leaderboard .json, a .jsonl, or one kernel .py."
+    )
+    problem_set = forms.ChoiceField(choices=(), required=False)
+    hardware = forms.CharField(max_length=50, required=False)
+    level = forms.IntegerField(min_value=1, max_value=9, required=False, help_text="Only for a single .py kernel.")
+    problem_id = forms.IntegerField(min_value=1, required=False, help_text="Only for a single .py kernel.")
+    sample = forms.IntegerField(min_value=0, required=False, initial=0)
+    notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        sets = list(Problem.objects.order_by().values_list("problem_set", flat=True).distinct())
+        default = settings.PROBLEM_SET_DEFAULT
+        if default not in sets:
+            sets.insert(0, default)
+        self.fields["problem_set"].choices = [(s, s) for s in sorted(sets, key=lambda s: (s != default, s))]
+        self.fields["problem_set"].initial = default
+        self.fields["hardware"].initial = settings.EVALUATOR_DEFAULT_HARDWARE
+
+    def clean_bundle(self) -> Any:
+        bundle = self.cleaned_data["bundle"]
+        if bundle.size > settings.BUNDLE_MAX_BYTES:
+            raise forms.ValidationError(f"The bundle is larger than {settings.BUNDLE_MAX_BYTES} bytes.")
+        return bundle
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        llm, new_llm = cleaned.get("llm"), (cleaned.get("new_llm") or "").strip()
+        if llm and new_llm:
+            self.add_error("new_llm", "Pick an existing LLM or name a new one, not both.")
+        elif not llm and not new_llm:
+            self.add_error("new_llm", "Pick an existing LLM or name a new one.")
+        cleaned["llm_name"] = llm.name if llm else new_llm
+        return cleaned

@@ -1,0 +1,86 @@
+"""Pages for submitting: the upload form, a submission's page (live progress via htmx), its CSV, the account page."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+from rest_framework.authtoken.models import Token
+
+from leaderboard.bundles import BundleError, read_upload
+from leaderboard.forms import SubmitForm
+from leaderboard.models import Submission
+from leaderboard.selectors.submissions import submission_list, submission_progress, submission_results_csv
+from leaderboard.services.submissions import submission_create
+from leaderboard.services.tokens import api_token_create
+
+POLL_SECONDS = 2
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def submit(request: HttpRequest) -> HttpResponse:
+    """Upload form. A rejected bundle comes back with the reason and the per-file report; nothing is stored."""
+    form = SubmitForm(request.POST or None, request.FILES or None)
+    rejection: BundleError | None = None
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            submission = submission_create(
+                uploader=request.user,
+                llm_name=data["llm_name"],
+                organisation=data["organisation"],
+                filename=data["bundle"].name or "bundle",
+                data=read_upload(data["bundle"], settings.BUNDLE_MAX_BYTES),
+                problem_set=data["problem_set"] or None,
+                hardware=data["hardware"] or None,
+                level=data["level"],
+                problem_id=data["problem_id"],
+                sample=data["sample"] or 0,
+                notes=data["notes"],
+            )
+        except BundleError as exc:
+            rejection = exc
+        else:
+            messages.success(request, f"Bundle accepted: {submission.kernel_count} kernels queued for evaluation.")
+            return redirect(submission)
+    status = 400 if rejection or form.errors else 200
+    return render(request, "leaderboard/submit.html", {"form": form, "rejection": rejection}, status=status)
+
+
+@require_GET
+def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """A submission's page. htmx requests get only the progress fragment, re-polled every 2 s until finished."""
+    submission = get_object_or_404(submission_list(), pk=pk)
+    context = {
+        "submission": submission,
+        "progress": submission_progress(submission=submission),
+        "poll_seconds": POLL_SECONDS,
+    }
+    if request.htmx:
+        return render(request, "leaderboard/submission_progress.html", context)
+    return render(request, "leaderboard/submission_detail.html", context)
+
+
+@require_GET
+def submission_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    submission = get_object_or_404(Submission.objects.select_related("llm"), pk=pk)
+    response = HttpResponse(submission_results_csv(submission=submission), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="submission-{submission.pk}-results.csv"'
+    return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def account(request: HttpRequest) -> HttpResponse:
+    """Shows the user's API token; POST creates it, or replaces it when `regenerate` is set."""
+    if request.method == "POST":
+        api_token_create(user=request.user, regenerate=bool(request.POST.get("regenerate")))
+        messages.success(request, "Your API token is ready. Keep it secret.")
+        return redirect("leaderboard:account")
+    token = Token.objects.filter(user=request.user).first()
+    submissions = submission_list().filter(uploader=request.user)[:50]
+    return render(request, "leaderboard/account.html", {"token": token, "submissions": submissions})
