@@ -1,9 +1,13 @@
 from django.urls import path  # noqa: F401
 
-from leaderboard import views_submit
+from leaderboard import views, views_submit
 
 app_name = "leaderboard"
 urlpatterns: list = [
+    path("", views.index, name="index"),
+    path("problems/<int:pk>/", views.problem_detail, name="problem-detail"),
+    path("llms/<int:pk>/", views.llm_detail, name="llm-detail"),
+    path(f"static-plotly/plotly-{views.PLOTLY_VERSION}.min.js", views.plotly_js, name="plotly-js"),
     # --- Submitting: upload form, submission page (htmx progress), results CSV, API token (pipeline) ---
     path("submit/", views_submit.submit, name="submit"),
     path("submissions/<int:pk>/", views_submit.submission_detail, name="submission-detail"),

@@ -12,5 +12,6 @@ router.register("kernels", views.KernelViewSet, basename="api-kernel")
 router.register("submissions", views.SubmissionViewSet, basename="api-submission")
 
 urlpatterns: list = [
+    path("", include("leaderboard.api.ranking")),
     *router.urls,
 ]
