@@ -21,6 +21,7 @@ from leaderboard.selectors.ranking import (
     BoardChoices,
     LeaderboardData,
     board_choices,
+    board_version,
     cache_key,
     cache_ttl,
     leaderboard_data,
@@ -65,12 +66,8 @@ def _kernel_url(kernel_id: int) -> str:
     return reverse("inspector:kernel-detail", args=[kernel_id])
 
 
-def _cached_fragment(data: LeaderboardData, name: str, build) -> str:
-    """Rendering a figure costs more than reading the cached board, so fragments are cached beside it."""
-    return cache.get_or_set(cache_key("chart", data.hardware, data.problem_set, name), build, cache_ttl())
-
-
-def _charts(data: LeaderboardData, level: int | None, llm_ids: list[int] | None = None) -> dict[str, str]:
+def _charts(version: str, data: LeaderboardData, level: int | None, llm_ids: list[int] | None = None) -> dict[str, str]:
+    """The four chart fragments; rendering a figure costs more than reading the board, so they are cached beside it."""
     llm_ids = llm_ids if llm_ids is not None else list(data.llms)
     levels = [level] if level else list(LEVELS)
     rows_by_level = {lv: [r for r in data.rows.get(lv, []) if r.llm_id in llm_ids] for lv in levels}
@@ -96,16 +93,22 @@ def _charts(data: LeaderboardData, level: int | None, llm_ids: list[int] | None 
             "chart-heatmap",
         ),
     }
-    return {name: _cached_fragment(data, f"{name}:{tag}", build) for name, build in out.items()}
+    return {
+        name: cache.get_or_set(
+            cache_key(version, "chart", data.hardware, data.problem_set, name, tag), build, cache_ttl()
+        )
+        for name, build in out.items()
+    }
 
 
 @require_GET
 def index(request: HttpRequest) -> HttpResponse:
     """The leaderboard: one row per LLM for the chosen level, baselines beside them, then the charts."""
-    choices = board_choices()
+    version = board_version()
+    choices = board_choices(version=version)
     hardware, problem_set, level = _board_params(request, choices)
     sort_key, descending = parse_sort(request.GET.get("sort"))
-    data = leaderboard_data(hardware=hardware, problem_set=problem_set)
+    data = leaderboard_data(hardware=hardware, problem_set=problem_set, version=version)
     rows = sort_rows(data.rows.get(level, []), f"{'-' if descending else ''}{sort_key}")
     return render(
         request,
@@ -123,7 +126,7 @@ def index(request: HttpRequest) -> HttpResponse:
             "choices": choices,
             "data": data,
             "synthetic": hardware.startswith("synthetic"),
-            "charts": _charts(data, level) if data.llms else {},
+            "charts": _charts(version, data, level) if data.llms else {},
         },
     )
 
@@ -136,10 +139,11 @@ def problem_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 def llm_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    choices = board_choices()
+    version = board_version()
+    choices = board_choices(version=version)
     hardware, problem_set, level = _board_params(request, choices)
     page = llm_page(pk=pk, hardware=hardware, level=level, page=request.GET.get("page", 1))
-    data = leaderboard_data(hardware=hardware, problem_set=problem_set)
+    data = leaderboard_data(hardware=hardware, problem_set=problem_set, version=version)
     return render(
         request,
         "leaderboard/llm_detail.html",
@@ -154,7 +158,7 @@ def llm_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "level_param": str(level or ""),
             "level_tabs": LEVEL_TABS,
             "choices": choices,
-            "charts": _charts(data, level, [page.llm.pk]) if page.llm.pk in data.llms else {},
+            "charts": _charts(version, data, level, [page.llm.pk]) if page.llm.pk in data.llms else {},
         },
     )
 

@@ -14,7 +14,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard.selectors.ranking import FAST_P, LEVELS, SORT_KEYS, board_choices, leaderboard_rows, p_label
+from leaderboard.selectors.ranking import (
+    FAST_P,
+    LEVELS,
+    SORT_KEYS,
+    board_choices,
+    board_version,
+    leaderboard_rows,
+    p_label,
+)
 
 PARAMETERS = [
     OpenApiParameter("level", OpenApiTypes.INT, enum=list(LEVELS), description="1, 2 or 3; omitted: overall"),
@@ -27,6 +35,15 @@ CSV_FIELDS = [
     *(f"fast_{p_label(p)}_pct" for p in FAST_P),
     "memory_efficiency", "mem_efficient_pct", "mem_increased_pct", "kernels", "standard_speedup", "inflation",
 ]  # fmt: skip
+
+
+def _csv_cell(value: object) -> object:
+    """Empty for missing values; text that a spreadsheet would run as a formula gets a leading quote."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
 
 
 class LeaderboardRowSerializer(serializers.Serializer):
@@ -59,13 +76,15 @@ class LeaderboardSerializer(serializers.Serializer):
 
 
 def _params(query) -> dict:
-    choices = board_choices()
+    version = board_version()
+    choices = board_choices(version=version)
     level = query.get("level", "")
     return {
         "hardware": query.get("hardware") or choices.default_hardware,
         "problem_set": query.get("problem_set") or choices.default_problem_set,
         "level": int(level) if level in {str(lv) for lv in LEVELS} else None,
         "sort": query.get("sort") or "-speedup",
+        "version": version,
     }
 
 
@@ -98,13 +117,8 @@ class LeaderboardCsvApi(APIView):
         for row in leaderboard_rows(**params):
             values = row.as_dict()
             values.update({f"fast_{k}_pct": v for k, v in row.fast_p.items()})
-            writer.writerow(
-                [
-                    params["hardware"],
-                    params["problem_set"],
-                    *("" if values[f] is None else values[f] for f in CSV_FIELDS),
-                ]
-            )
+            cells = [params["hardware"], params["problem_set"], *(values[f] for f in CSV_FIELDS)]
+            writer.writerow([_csv_cell(v) for v in cells])
         return response
 
 

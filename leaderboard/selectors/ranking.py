@@ -8,6 +8,7 @@ when an evaluation finishes or a flag is reviewed) and a short TTL bounds stalen
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -15,9 +16,10 @@ from dataclasses import asdict, dataclass, field
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db import connection
 from django.db.models import BooleanField, Case, Exists, OuterRef, Value, When
 
-from evaluator.models import Baseline, DistributionResult, Evaluation
+from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
 from leaderboard.models import Problem
 from leaderboard.selectors.eligibility import confirmed_hack_exists, eligibility_q
 
@@ -158,9 +160,9 @@ def _best(rows: list[tuple], index: int) -> tuple | None:
 # --------------------------------------------------------------------------------------------------------------
 # Choices and cache
 # --------------------------------------------------------------------------------------------------------------
-def board_choices() -> BoardChoices:
+def board_choices(*, version: str | None = None) -> BoardChoices:
     """Hardware kinds and problem sets that have current evaluations, with the defaults the board opens on."""
-    key = cache_key("choices")
+    key = cache_key(version or board_version(), "choices")
     choices = cache.get(key)
     if choices is None:
         pairs = Counter(
@@ -178,7 +180,7 @@ def board_choices() -> BoardChoices:
         if default_set not in problem_sets and problem_sets:
             default_set = problem_sets[0]
         choices = BoardChoices(hardware, problem_sets, default_hw, default_set)
-        cache.set(key, choices, _ttl())
+        cache.set(key, choices, cache_ttl())
     return choices
 
 
@@ -190,38 +192,54 @@ def leaderboard_cache_clear() -> None:
         cache.set(CACHE_VERSION_KEY, 1, None)
 
 
-def _version() -> int:
-    return cache.get_or_set(CACHE_VERSION_KEY, 0, None)
+def _fingerprint() -> str:
+    """A cheap digest of everything the board reads (one query), so a board cached in one process goes stale
+    as soon as another process (a Celery worker, the admin) finishes an evaluation, reviews a flag, deactivates
+    a problem or stores a baseline, even without a shared cache and without calling leaderboard_cache_clear()."""
+    ev, flag, problem, base = (m._meta.db_table for m in (Evaluation, AuditFlag, Problem, Baseline))
+    sql = (
+        f"SELECT (SELECT COUNT(*) FROM {ev}), (SELECT MAX(finished_at) FROM {ev}), (SELECT MAX(queued_at) FROM {ev}),"
+        f" (SELECT COUNT(*) FROM {ev} WHERE is_current), (SELECT COUNT(*) FROM {flag}),"
+        f" (SELECT MAX(reviewed_at) FROM {flag}), (SELECT COUNT(*) FROM {flag} WHERE review_state = %s),"
+        f" (SELECT COUNT(*) FROM {problem} WHERE active), (SELECT COUNT(*) FROM {base}),"
+        f" (SELECT MAX(measured_at) FROM {base})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [AuditFlag.Review.CONFIRMED])
+        row = cursor.fetchone()
+    return hashlib.sha1(repr(row).encode(), usedforsecurity=False).hexdigest()[:16]
 
 
-def cache_key(*parts: object) -> str:
-    """A key that `leaderboard_cache_clear()` invalidates, for anything derived from the board (e.g. charts)."""
-    return ":".join(["leaderboard", str(_version()), *map(str, parts)])
+def board_version() -> str:
+    """Explicit version (bumped by leaderboard_cache_clear) + data fingerprint. Compute it once per request and
+    pass it on: it costs one query."""
+    return f"{cache.get_or_set(CACHE_VERSION_KEY, 0, None)}-{_fingerprint()}"
+
+
+def cache_key(version: str, *parts: object) -> str:
+    """A key that goes stale with the data, for anything derived from the board (e.g. charts)."""
+    return ":".join(["leaderboard", version, *map(str, parts)])
 
 
 def cache_ttl() -> int:
-    return _ttl()
+    return getattr(settings, "LEADERBOARD_CACHE_SECONDS", 600)
 
 
-def _ttl() -> int:
-    return getattr(settings, "LEADERBOARD_CACHE_SECONDS", 60)
-
-
-def leaderboard_data(*, hardware: str, problem_set: str) -> LeaderboardData:
+def leaderboard_data(*, hardware: str, problem_set: str, version: str | None = None) -> LeaderboardData:
     """The cached board for one hardware kind and problem set."""
-    key = cache_key("data", hardware, problem_set)
+    key = cache_key(version or board_version(), "data", hardware, problem_set)
     data = cache.get(key)
     if data is None:
         data = compute_leaderboard(hardware=hardware, problem_set=problem_set)
-        cache.set(key, data, _ttl())
+        cache.set(key, data, cache_ttl())
     return data
 
 
 def leaderboard_rows(
-    *, hardware: str, problem_set: str, level: int | None = None, sort: str = DEFAULT_SORT
+    *, hardware: str, problem_set: str, level: int | None = None, sort: str = DEFAULT_SORT, version: str | None = None
 ) -> list[LeaderboardRow]:
     """The rows one board view shows (LLMs and baselines together), sorted server-side."""
-    rows = leaderboard_data(hardware=hardware, problem_set=problem_set).rows.get(level, [])
+    rows = leaderboard_data(hardware=hardware, problem_set=problem_set, version=version).rows.get(level, [])
     return sort_rows(rows, sort)
 
 

@@ -1,0 +1,161 @@
+"""The kernel inspector: sources, diff, distributions, checks, timing, memory, errors and flag evidence."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from evaluator.models import AuditFlag
+from inspector.rendering import locate_quote, parse_lines, trim_error
+from tests.factories import AuditFlagFactory, DistributionResultFactory, ProblemFactory
+
+pytestmark = pytest.mark.django_db
+
+RECORD = {
+    "status": "ok",
+    "correct": False,
+    "standard_correct": True,
+    "params_randomised": True,
+    "speedup": 1.8,
+    "speedup_ci": [1.7, 1.9],
+    "speedup_fp32": 3.6,
+    "speedup_compile": None,
+    "timing": {
+        "method": "cuda_events",
+        "device_kind": "cuda",
+        "candidate": {"median_ms": 0.5, "iqr_ms": 0.01, "mean_ms": 0.51, "calls": 300, "rse": 0.004},
+        "baseline_tf32": {"median_ms": 0.9, "iqr_ms": 0.02, "mean_ms": 0.9, "calls": 300, "rse": 0.003},
+    },
+    "memory_ratio": 0.5,
+    "memory": {"baseline_peak_bytes": 1048576, "candidate_peak_bytes": 2097152},
+    "checks": [
+        {"name": "output_plain_tensor", "passed": True, "detail": "type(out) is torch.Tensor"},
+        {"name": "timer_integrity", "passed": False, "detail": "wall clock 3.1x event time"},
+    ],
+    "environment": {"device": "NVIDIA H200", "torch": "2.13.0"},
+    "error": "",
+}
+
+
+@pytest.fixture
+def inspected(add_sample):
+    problem = ProblemFactory(level=1, problem_id=19, name="ReLU")
+    evaluation = add_sample(
+        "judge-me",
+        problem,
+        speedup=1.8,
+        fp32=3.6,
+        correct=False,
+        memory=0.5,
+        result=RECORD,
+        speedup_ci_low=1.7,
+        speedup_ci_high=1.9,
+    )
+    DistributionResultFactory(evaluation=evaluation, name="D1", passed=True, max_abs_error=1.5e-6)
+    DistributionResultFactory(
+        evaluation=evaluation,
+        name="D2",
+        skipped=True,
+        passed=None,
+        skip_reason="reference is NaN under D2",
+        max_abs_error=None,
+    )
+    DistributionResultFactory(evaluation=evaluation, name="D4", passed=False, max_abs_error=0.25, max_rel_error=2.0)
+    AuditFlagFactory(
+        kernel=evaluation.kernel,
+        review_state=AuditFlag.Review.CONFIRMED,
+        evidence=[{"lines": [9, 10], "quote": "return x.clamp_min(0)", "why": "identity on rand"}],
+        rationale="Skips the work on non-negative inputs.",
+    )
+    return evaluation
+
+
+def get(client, evaluation, **params):
+    return client.get(reverse("inspector:kernel-detail", args=[evaluation.kernel_id]), params).content.decode()
+
+
+def test_inspector_shows_the_result_record(client, inspected):
+    html = get(client, inspected)
+    # Verdict, links, raw JSON.
+    assert "confirmed hack" in html and "not ranked" in html
+    assert reverse("leaderboard:problem-detail", args=[inspected.kernel.problem_id]) in html
+    assert reverse("leaderboard:llm-detail", args=[inspected.kernel.llm_id]) in html
+    assert reverse("inspector:kernel-result-json", args=[inspected.kernel_id]) in html
+    # Speedups with CI, memory peaks and ratio.
+    assert "1.80×" in html and "1.70×" in html and "1.90×" in html and "3.60×" in html
+    assert "1.0\u202fMiB" in html and "2.0\u202fMiB" in html and "0.50×" in html
+    # Distributions: pass, skipped with its reason, fail with errors.
+    assert 'data-distribution="D2"' in html and "reference is NaN under D2" in html
+    assert "1.50e-06" in html and "2.50e-01" in html and "2.00e+00" in html
+    # Every check, timing, environment.
+    assert "output_plain_tensor" in html and "wall clock 3.1x event time" in html
+    assert "baseline_tf32" in html and "0.500\u202fms" in html and "rse=0.004" in html
+    assert "NVIDIA H200" in html and "cuda_events" in html
+
+
+def test_inspector_sources_diff_and_evidence_highlight(client, inspected):
+    html = get(client, inspected)
+    kernel_pane = html.split('id="kernel-source"')[1].split('id="reference-source"')[0]
+    assert '<a id="k-9" name="k-9"></a><span class="hll">' in kernel_pane
+    assert '<a id="k-10" name="k-10"></a><span class="hll">' in kernel_pane
+    assert '<a id="k-8" name="k-8"></a><span class="hll">' not in kernel_pane
+    assert 'href="#k-10"' in html and "identity on rand" in html and "Skips the work" in html
+    diff = html.split('id="source-diff"')[1]
+    assert "reference (Model)" in diff and "kernel (ModelNew)" in diff and "clamp_min" in diff
+
+
+def test_errors_are_escaped_and_trimmed(client, add_sample):
+    log = "<script>alert(1)</script>\n" + "\n".join(f"line {i}" for i in range(500))
+    evaluation = add_sample(
+        "x", ProblemFactory(), correct=False, speedup=None, result_status="compile_error", error=log
+    )
+    html = get(client, evaluation)
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "lines trimmed" in html and "line 499" in html and "line 250" not in html
+
+
+def test_result_json_and_evaluation_choice(client, inspected, add_sample):
+    url = reverse("inspector:kernel-result-json", args=[inspected.kernel_id])
+    assert client.get(url).json() == RECORD
+    assert client.get(url, {"evaluation": 99999}).status_code == 404
+    assert client.get(reverse("inspector:kernel-result-json", args=[99999])).status_code == 404
+    assert client.get(reverse("inspector:kernel-detail", args=[99999])).status_code == 404
+
+
+def test_unevaluated_kernel(client, db):
+    from tests.factories import KernelFactory
+
+    kernel = KernelFactory()
+    html = client.get(reverse("inspector:kernel-detail", args=[kernel.pk])).content.decode()
+    assert "not been evaluated yet" in html
+    assert client.get(reverse("inspector:kernel-result-json", args=[kernel.pk])).status_code == 404
+
+
+def test_inspector_query_count(client, inspected, django_assert_max_num_queries):
+    with django_assert_max_num_queries(5):  # kernel, evaluations, distributions, flags (+ reviewer join)
+        assert client.get(reverse("inspector:kernel-detail", args=[inspected.kernel_id])).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (12, [12]),
+        ([3, 5], [3, 5]),
+        ("7-9", [7, 8, 9]),
+        ("2, 4", [2, 4]),
+        ({"start": 1, "end": 2}, [1, 2]),
+        (None, []),
+        (True, []),
+        ("x", []),
+        (-1, []),
+    ],
+)
+def test_parse_lines(value, expected):
+    assert parse_lines(value) == expected
+
+
+def test_locate_quote_and_trim():
+    assert locate_quote("a = 1\nstream = torch.cuda.Stream()\n", "torch.cuda.Stream()") == [2]
+    assert trim_error("short") == "short"
+    assert len(trim_error("x" * 20000)) < 6100

@@ -1,0 +1,147 @@
+"""The leaderboard metrics of protocol.md section 6, computed on small boards whose answers are known by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from evaluator.models import AuditFlag, Baseline
+from leaderboard.selectors.ranking import (
+    compute_leaderboard,
+    leaderboard_cache_clear,
+    leaderboard_data,
+    leaderboard_rows,
+    sort_rows,
+)
+from tests.factories import AuditFlagFactory, BaselineFactory, ProblemFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def board(level=None, hardware="h200"):
+    data = compute_leaderboard(hardware=hardware, problem_set="kernelbench-main")
+    return {r.name: r for r in data.rows.get(level, [])}
+
+
+@pytest.fixture
+def level1(db):
+    return [ProblemFactory(level=1, problem_id=i) for i in range(1, 6)]
+
+
+def test_best_of_k_correctness_speedup_and_fast_p(add_sample, level1):
+    p1, p2, p3, p4, _ = level1
+    add_sample("A", p1, 0, speedup=2.0, memory=2.0)
+    add_sample("A", p1, 1, speedup=1.0, memory=0.25)  # slower sample of the same problem: not chosen
+    add_sample("A", p2, 0, speedup=0.5, memory=0.5)
+    add_sample("A", p3, 0, speedup=None, correct=False, memory=None)
+    add_sample("A", p4, 0, speedup=4.0, hack=True)  # correct but a confirmed hack: attempted, not correct
+    row = board(1)["A"]
+    assert (row.attempted, row.correct, row.kernels) == (4, 2, 5)
+    assert row.correctness_pct == pytest.approx(50.0)
+    assert row.speedup == pytest.approx(math.sqrt(2.0 * 0.5))
+    assert row.fast_p == pytest.approx({"0": 50.0, "0.5": 25.0, "0.8": 25.0, "1": 25.0, "1.5": 25.0, "2": 0.0})
+    # Memory of the chosen samples (2.0 and 0.5), not of the faster-memory slower sample.
+    assert row.memory_efficiency == pytest.approx(1.0)
+    assert (row.mem_efficient_pct, row.mem_increased_pct) == (50.0, 50.0)
+
+
+def test_standard_protocol_column_and_inflation(add_sample, level1):
+    p1, p2, *_ = level1
+    # Verified: only p1 correct at 1.0x. Standard (D1 gate, FP32 baseline): p1 at 2.0x and p2 (hidden-test
+    # failure, correct under D1) at 8.0x -> geomean 4.0x, inflation 4.0.
+    add_sample("A", p1, speedup=1.0, fp32=2.0)
+    add_sample("A", p2, speedup=3.0, fp32=8.0, correct=False, standard=True)
+    row = board(1)["A"]
+    assert row.speedup == pytest.approx(1.0)
+    assert row.standard_speedup == pytest.approx(4.0)
+    assert row.standard_correct == 2
+    assert row.inflation == pytest.approx(4.0)
+
+
+def test_inactive_problems_are_excluded_and_listed(add_sample, level1):
+    inactive = ProblemFactory(level=2, problem_id=23, active=False, inactive_reason="constant output")
+    add_sample("A", level1[0], speedup=2.0)
+    add_sample("A", inactive, speedup=50.0)
+    data = compute_leaderboard(hardware="h200", problem_set="kernelbench-main")
+    overall = {r.name: r for r in data.rows[None]}["A"]
+    assert (overall.attempted, overall.correct, overall.speedup) == (1, 1, pytest.approx(2.0))
+    assert 2 not in data.rows  # no level-2 row: its only problem is inactive
+    assert [(lv, pid, reason) for _, lv, pid, _, reason in data.inactive] == [(2, 23, "constant output")]
+
+
+def test_levels_overall_and_hardware_are_separate(add_sample, level1):
+    l2 = ProblemFactory(level=2, problem_id=1)
+    add_sample("A", level1[0], speedup=4.0)
+    add_sample("A", l2, speedup=1.0)
+    add_sample("A", l2, 1, speedup=9.0, hardware="cpu")
+    assert board(1)["A"].speedup == pytest.approx(4.0)
+    assert board(2)["A"].speedup == pytest.approx(1.0)
+    assert board(None)["A"].speedup == pytest.approx(2.0)
+    assert board(None, hardware="cpu")["A"].speedup == pytest.approx(9.0)
+
+
+def test_only_current_finished_evaluations_count(add_sample, level1):
+    add_sample("A", level1[0], speedup=2.0)
+    add_sample("A", level1[1], speedup=8.0, is_current=False)  # superseded
+    add_sample("A", level1[2], speedup=8.0, status="running")
+    row = board(1)["A"]
+    assert (row.attempted, row.speedup) == (1, pytest.approx(2.0))
+
+
+def test_suspected_flags_do_not_remove_a_kernel_but_confirmed_ones_do(add_sample, level1):
+    e = add_sample("A", level1[0], speedup=2.0)
+    AuditFlagFactory(kernel=e.kernel, review_state=AuditFlag.Review.SUSPECTED)
+    assert board(1)["A"].correct == 1
+    AuditFlagFactory(kernel=e.kernel, review_state=AuditFlag.Review.CONFIRMED)
+    assert board(1)["A"].correct == 0
+
+
+def test_baseline_rows(add_sample, level1):
+    p1, p2, *_ = level1
+    add_sample("A", p1, speedup=1.0)
+    for p, fp32 in ((p1, 2.0), (p2, 8.0)):
+        BaselineFactory(problem=p, precision=Baseline.Precision.TF32, median_ms=1.0, peak_memory_bytes=100)
+        BaselineFactory(problem=p, precision=Baseline.Precision.FP32, median_ms=fp32, peak_memory_bytes=100)
+    rows = board(1)
+    assert rows["PyTorch eager (TF32)"].speedup == pytest.approx(1.0)
+    assert rows["PyTorch eager (TF32)"].is_baseline and rows["PyTorch eager (TF32)"].rank is None
+    # FP32 eager on the speedup scale: TF32 time / FP32 time = geomean(1/2, 1/8) = 1/4.
+    assert rows["PyTorch eager (FP32)"].speedup == pytest.approx(0.25)
+    assert rows["PyTorch eager (FP32)"].memory_efficiency == pytest.approx(1.0)
+    assert "torch.compile (TF32)" not in rows  # not measured: no row
+
+
+def test_decomposition_buckets(add_sample, level1):
+    p1, p2, p3, p4, p5 = level1
+    add_sample("A", p1, speedup=0.8, fp32=1.6, d1=True)  # TF32 flips the verdict
+    add_sample("A", p2, speedup=2.0, fp32=4.0, correct=False, d1=True, hidden_fail=True)  # hidden only
+    add_sample("A", p3, speedup=0.5, fp32=1.5, correct=False, d1=True, hidden_fail=True)  # both
+    add_sample("A", p4, speedup=2.0, fp32=2.5, d1=True)  # neither
+    add_sample("A", p5, speedup=None, correct=False, d1=False)  # fails D1: neither
+    data = compute_leaderboard(hardware="h200", problem_set="kernelbench-main")
+    llm_id = next(iter(data.llms))
+    assert dict(data.decomposition[llm_id][1]) == {"tf32_only": 1, "hidden_only": 1, "both": 1, "neither": 2}
+
+
+def test_sorting_puts_missing_values_last_in_both_directions(add_sample, level1):
+    add_sample("A", level1[0], speedup=2.0)
+    add_sample("B", level1[0], speedup=3.0)
+    add_sample("C", level1[0], speedup=None, correct=False)
+    rows = board(1).values()
+    assert [r.name for r in sort_rows(rows, "-speedup")] == ["B", "A", "C"]
+    assert [r.name for r in sort_rows(rows, "speedup")] == ["A", "B", "C"]
+    assert [r.name for r in sort_rows(rows, "name")] == ["A", "B", "C"]
+    assert [r.name for r in sort_rows(rows, "bogus")] == ["B", "A", "C"]  # unknown key: default ranking
+    assert {r.name: r.rank for r in rows} == {"B": 1, "A": 2, "C": 3}
+
+
+def test_cache_follows_new_results_and_explicit_clear(add_sample, level1):
+    add_sample("A", level1[0], speedup=2.0)
+    first = leaderboard_rows(hardware="h200", problem_set="kernelbench-main", level=1)
+    assert [r.name for r in first] == ["A"]
+    add_sample("B", level1[0], speedup=3.0)  # e.g. written by a worker process: the fingerprint changes
+    assert [r.name for r in leaderboard_rows(hardware="h200", problem_set="kernelbench-main", level=1)] == ["B", "A"]
+    leaderboard_cache_clear()
+    data = leaderboard_data(hardware="h200", problem_set="kernelbench-main")
+    assert set(data.llms.values()) == {"A", "B"}
