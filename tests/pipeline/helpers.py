@@ -1,0 +1,104 @@
+"""Builders for bundles (zip, tar.gz, JSON, JSONL) and harness-contract result records used by the pipeline tests."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEMO_DIR = REPO_ROOT / "leaderboard" / "demo"
+DATA_DIR = Path(__file__).resolve().parent / "data"
+DEMO_SET = "demo"
+
+
+def demo_kernel(level: int, problem_id: int, sample: int = 0) -> str:
+    return (DEMO_DIR / "kernels" / f"level_{level}_problem_{problem_id}_sample_{sample}_kernel.py").read_text()
+
+
+def kernel_name(level: int, problem_id: int, sample: int = 0) -> str:
+    return f"level_{level}_problem_{problem_id}_sample_{sample}_kernel.py"
+
+
+def make_zip(files: dict[str, bytes | str], *, symlinks: tuple[str, ...] = ()) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, content in files.items():
+            zf.writestr(name, content.encode() if isinstance(content, str) else content)
+        for name in symlinks:
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (0o120777 << 16) | 0  # a symlink, as `zip --symlinks` stores it
+            zf.writestr(info, "/etc/passwd")
+    return buf.getvalue()
+
+
+def make_tar(files: dict[str, bytes | str], *, gz: bool = True, special: tuple[tuple[str, bytes], ...] = ()) -> bytes:
+    """`special` holds (name, tarfile type) pairs: tarfile.SYMTYPE, LNKTYPE, CHRTYPE, FIFOTYPE."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz" if gz else "w") as tf:
+        for name, content in files.items():
+            data = content.encode() if isinstance(content, str) else content
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+        for name, kind in special:
+            info = tarfile.TarInfo(name)
+            info.type = kind
+            info.linkname = "/etc/passwd"
+            tf.addfile(info)
+    return buf.getvalue()
+
+
+def leaderboard_json(kernels: dict[str, str], metadata: dict[str, Any] | None = None) -> bytes:
+    return json.dumps({"metadata": metadata or {"display_name": "x"}, "kernels": kernels}).encode()
+
+
+def jsonl(rows: list[dict[str, Any]]) -> bytes:
+    return "\n".join(json.dumps(r) for r in rows).encode()
+
+
+def record(*, status: str = "ok", correct: bool = True, speedup: float | None = 1.25, torch: str = "2.13.0") -> dict:
+    """A result record shaped like the harness contract (protocol.md section 8)."""
+    fp32 = speedup * 1.1 if speedup is not None else None
+    ci = [speedup * 0.9, speedup * 1.1] if speedup is not None else None
+    side = {"median_ms": 0.5, "iqr_ms": 0.01, "mean_ms": 0.51, "calls": 20, "rse": 0.004}
+    return {
+        "status": status,
+        "correct": correct,
+        "standard_correct": correct,
+        "distributions": [
+            {
+                "name": name,
+                "passed": correct,
+                "skipped": False,
+                "skip_reason": "",
+                "max_abs_error": 1e-7,
+                "max_rel_error": 1e-6,
+                "trials": 2,
+                "error": "",
+            }
+            for name in ("D1", "D2", "D3", "D4")
+        ],
+        "reference_constant": False,
+        "speedup": speedup,
+        "speedup_ci": ci,
+        "speedup_fp32": fp32,
+        "speedup_compile": None,
+        "timing": {
+            "method": "perf_counter",
+            "device_kind": "cpu",
+            "candidate": {**side, "median_ms": 0.4},
+            "baseline_tf32": side,
+            "baseline_fp32": {**side, "median_ms": 0.55},
+            "baseline_compile": None,
+        },
+        "memory_ratio": 1.0,
+        "memory": {"baseline_peak_bytes": 4096, "candidate_peak_bytes": 4096},
+        "checks": [{"name": "output_plain_tensor", "passed": True, "detail": ""}],
+        "error": "" if status == "ok" else f"{status} happened",
+        "phases": {},
+        "environment": {"torch": torch, "device": "cpu"},
+    }

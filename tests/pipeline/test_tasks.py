@@ -1,0 +1,240 @@
+"""The evaluate_kernel task and the evaluation services: claim, finish, retry only InfraError, reaper, re-runs."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from celery.exceptions import SoftTimeLimitExceeded
+from django.core.management import call_command
+from django.utils import timezone
+
+from evaluator.models import Baseline, DistributionResult, Evaluation
+from evaluator.services import evaluations as svc
+from evaluator.tasks.evaluation import evaluate_kernel
+from leaderboard.models import Submission
+from leaderboard.services.submissions import submission_create
+from tests.pipeline.helpers import DEMO_SET, demo_kernel, kernel_name, make_zip, record
+
+pytestmark = pytest.mark.django_db
+
+
+def submit(*kernels: tuple[int, int, int]) -> Submission:
+    files = {kernel_name(*k): demo_kernel(*k) for k in kernels}
+    return submission_create(
+        uploader=None, llm_name="m", filename="r.zip", data=make_zip(files), problem_set=DEMO_SET, hardware="cpu"
+    )
+
+
+def evals(submission: Submission) -> list[Evaluation]:
+    return list(Evaluation.objects.filter(kernel__submission=submission).order_by("pk"))
+
+
+def run(evaluation_id: int) -> None:
+    evaluate_kernel.apply(args=[evaluation_id])
+
+
+@pytest.mark.slow
+def test_real_harness_runs_once_even_when_the_message_arrives_twice(demo_problems, runner_module, monkeypatch):
+    calls = []
+    real = runner_module.run_evaluation
+
+    def spy(**kwargs):
+        calls.append(kwargs)
+        return real(**kwargs)
+
+    monkeypatch.setattr(runner_module, "run_evaluation", spy)
+    submission = submit((1, 1, 0))
+    (ev,) = evals(submission)
+    run(ev.pk)
+    run(ev.pk)  # a duplicate delivery: the row is no longer QUEUED, so nothing happens
+    assert len(calls) == 1
+    assert calls[0]["device"] == "cpu" and calls[0]["options"] == {"quick": True, "hardware": "cpu"}
+    ev.refresh_from_db()
+    assert (ev.status, ev.result_status, ev.correct, ev.attempts) == ("done", "ok", True, 1)
+    assert ev.speedup > 0 and ev.candidate_ms > 0 and ev.result["environment"]["torch"]
+    assert sorted(DistributionResult.objects.filter(evaluation=ev).values_list("name", flat=True)) == [
+        "D1", "D2", "D3", "D4"
+    ]  # fmt: skip
+    assert set(Baseline.objects.filter(problem=ev.kernel.problem).values_list("precision", flat=True)) == {
+        "tf32", "fp32"
+    }  # fmt: skip
+    submission.refresh_from_db()
+    assert (submission.status, submission.evaluated_count, submission.correct_count) == ("done", 1, 1)
+
+
+def test_result_columns_and_counts(demo_problems, stand_in, sent):
+    submission = submit((1, 1, 0), (1, 2, 1))
+    first, second = evals(submission)
+    stand_in.script = [record(speedup=2.0), record(status="compile_error", correct=False, speedup=None)]
+    run(first.pk)
+    submission.refresh_from_db()
+    assert (submission.status, submission.evaluated_count, submission.correct_count) == ("running", 1, 1)
+    run(second.pk)
+    first.refresh_from_db(), second.refresh_from_db(), submission.refresh_from_db()
+    assert (first.speedup, first.speedup_ci_low, first.speedup_fp32, first.candidate_ms) == (2.0, 1.8, 2.2, 0.4)
+    assert (second.status, second.result_status, second.correct, second.speedup) == (
+        "done",
+        "compile_error",
+        False,
+        None,
+    )
+    assert second.error == "compile_error happened"
+    assert (submission.status, submission.evaluated_count, submission.correct_count) == ("done", 2, 1)
+    assert len(stand_in.calls) == 2
+
+
+def test_baselines_are_created_once_per_setting(demo_problems, stand_in, sent):
+    a, b = evals(submit((1, 1, 0), (1, 1, 1)))
+    stand_in.script = [record(), record()]
+    run(a.pk)
+    run(b.pk)
+    tf32 = Baseline.objects.get(problem=a.kernel.problem, precision="tf32")
+    assert (tf32.hardware, tf32.torch_version, tf32.median_ms, tf32.peak_memory_bytes) == ("cpu", "2.13.0", 0.5, 4096)
+    assert tf32.stats["evaluation_id"] == a.pk
+    assert Baseline.objects.count() == 2  # tf32 + fp32; compile was not measured
+
+
+def test_infra_errors_are_retried_up_to_max_attempts_then_failed(demo_problems, stand_in, settings, sent):
+    settings.EVALUATOR_MAX_ATTEMPTS = 3
+    submission = submit((1, 1, 0))
+    (ev,) = evals(submission)
+    stand_in.script = [svc_infra("disk full") for _ in range(5)]
+    run(ev.pk)
+    ev.refresh_from_db(), submission.refresh_from_db()
+    assert len(stand_in.calls) == 3
+    assert (ev.status, ev.attempts) == ("failed", 3)
+    assert ev.error.startswith("gave up after 3 attempts") and "disk full" in ev.error
+    assert (submission.status, submission.evaluated_count, submission.correct_count) == ("failed", 1, 0)
+
+
+def test_infra_error_then_success(demo_problems, stand_in, sent):
+    (ev,) = evals(submit((1, 1, 0)))
+    stand_in.script = [svc_infra("spawn failed"), record()]
+    run(ev.pk)
+    ev.refresh_from_db()
+    assert (ev.status, ev.attempts, ev.correct) == ("done", 2, True)
+
+
+@pytest.mark.parametrize("error", [ValueError("bug"), KeyError("x")])
+def test_other_exceptions_are_not_retried(demo_problems, stand_in, sent, error):
+    (ev,) = evals(submit((1, 1, 0)))
+    stand_in.script = [error, record()]
+    run(ev.pk)
+    ev.refresh_from_db()
+    assert len(stand_in.calls) == 1
+    assert (ev.status, ev.attempts) == ("failed", 1) and ev.error.startswith("internal error")
+
+
+def test_soft_time_limit_records_a_timeout(demo_problems, stand_in, sent):
+    (ev,) = evals(submit((1, 1, 0)))
+    stand_in.script = [SoftTimeLimitExceeded()]
+    run(ev.pk)
+    ev.refresh_from_db()
+    assert (ev.status, ev.result_status, ev.correct) == ("done", "timeout", False)
+
+
+def test_malformed_and_non_finite_records(demo_problems, stand_in, sent):
+    a, b = evals(submit((1, 1, 0), (1, 2, 0)))
+    nan = record(speedup=float("nan"))
+    nan["memory_ratio"] = float("inf")
+    nan["speedup_fp32"] = 0.0
+    stand_in.script = [{"status": "bogus"}, nan]
+    run(a.pk)
+    run(b.pk)
+    a.refresh_from_db(), b.refresh_from_db()
+    assert a.status == "failed" and "malformed" in a.error
+    assert (b.status, b.speedup, b.memory_ratio, b.speedup_fp32) == ("done", None, None, None)
+    assert b.result["speedup"] is None
+
+
+def test_a_stale_attempt_cannot_overwrite_a_newer_one(demo_problems, sent):
+    (ev,) = evals(submit((1, 1, 0)))
+    first = svc.evaluation_claim(evaluation_id=ev.pk, worker="w1")
+    Evaluation.objects.filter(pk=ev.pk).update(started_at=timezone.now() - timedelta(days=1))
+    assert svc.evaluations_reap().requeued == [ev.pk]
+    second = svc.evaluation_claim(evaluation_id=ev.pk, worker="w2")
+    assert second.attempts == 2
+    assert svc.evaluation_finish(evaluation=first, record=record(speedup=9.0)) is False
+    assert svc.evaluation_finish(evaluation=second, record=record(speedup=1.1)) is True
+    ev.refresh_from_db()
+    assert (ev.speedup, ev.worker) == (1.1, "w2")
+    assert Submission.objects.get().evaluated_count == 1
+
+
+def test_reaper_requeues_then_gives_up(demo_problems, settings, sent, django_capture_on_commit_callbacks):
+    settings.EVALUATOR_MAX_ATTEMPTS = 2
+    old, fresh = evals(submit((1, 1, 0), (1, 2, 0)))
+    for ev in (old, fresh):
+        svc.evaluation_claim(evaluation_id=ev.pk, worker="dead")
+    long_ago = timezone.now() - timedelta(seconds=svc.time_limits().hard + 120)
+    Evaluation.objects.filter(pk=old.pk).update(started_at=long_ago)
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("reap_evaluations")
+    old.refresh_from_db(), fresh.refresh_from_db()
+    assert (old.status, old.attempts, old.worker) == ("queued", 1, "")
+    assert (fresh.status, fresh.attempts) == ("running", 1)
+    assert sent.calls[-1]["args"] == [old.pk] and sent.calls[-1]["task_id"] == old.task_id
+    svc.evaluation_claim(evaluation_id=old.pk, worker="dead-again")
+    Evaluation.objects.filter(pk=old.pk).update(started_at=long_ago)
+    result = svc.evaluations_reap()
+    old.refresh_from_db()
+    assert (result.requeued, result.failed) == ([], [old.pk])
+    assert old.status == "failed" and "gave up" in old.error
+    assert Submission.objects.get().evaluated_count == 1
+
+
+def test_rerun_of_a_finished_evaluation(demo_problems, stand_in, sent, django_capture_on_commit_callbacks):
+    submission = submit((1, 1, 0))
+    (old,) = evals(submission)
+    stand_in.script = [record(), record(speedup=3.0)]
+    run(old.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        new = svc.evaluation_rerun(evaluation_id=old.pk)
+    old.refresh_from_db(), submission.refresh_from_db()
+    assert not old.is_current and old.status == "done" and new.is_current and new.status == "queued"
+    assert (submission.status, submission.evaluated_count, submission.correct_count) == ("running", 0, 0)
+    assert sent.ids[-1] == new.pk
+    run(new.pk)
+    submission.refresh_from_db()
+    assert (submission.status, submission.evaluated_count, submission.correct_count) == ("done", 1, 1)
+    assert Evaluation.objects.get(pk=new.pk).speedup == 3.0
+
+
+def test_rerun_while_queued_or_running_counts_only_the_new_row(demo_problems, stand_in, sent):
+    submission = submit((1, 1, 0), (1, 2, 0))
+    queued, running = evals(submission)
+    claimed = svc.evaluation_claim(evaluation_id=running.pk)
+    new_q = svc.evaluation_rerun(evaluation_id=queued.pk)
+    new_r = svc.evaluation_rerun(evaluation_id=running.pk)
+    queued.refresh_from_db()
+    assert queued.status == "failed" and queued.error == "superseded by a re-run"
+    run(queued.pk)  # its old message arrives: not claimable any more
+    assert stand_in.calls == []
+    assert svc.evaluation_finish(evaluation=claimed, record=record()) is True  # the old run still completes...
+    submission.refresh_from_db()
+    assert submission.evaluated_count == 0  # ...but is not counted: it is no longer current
+    stand_in.script = [record(), record()]
+    run(new_q.pk)
+    run(new_r.pk)
+    submission.refresh_from_db()
+    assert (submission.status, submission.evaluated_count, submission.correct_count) == ("done", 2, 2)
+
+
+def test_submission_rerun_requeues_every_kernel(demo_problems, stand_in, sent):
+    submission = submit((1, 1, 0), (1, 2, 0))
+    stand_in.script = [record(), record(correct=False)]
+    for ev in evals(submission):
+        run(ev.pk)
+    news = svc.submission_rerun(submission_id=submission.pk)
+    submission.refresh_from_db()
+    assert len(news) == 2 and {e.status for e in news} == {"queued"}
+    assert (submission.status, submission.evaluated_count, submission.correct_count) == ("running", 0, 0)
+    assert Evaluation.objects.filter(kernel__submission=submission, is_current=True).count() == 2
+    assert Evaluation.objects.filter(kernel__submission=submission).count() == 4
+
+
+def svc_infra(message: str) -> Exception:
+    import evaluator.runner as runner
+
+    return runner.InfraError(message)
