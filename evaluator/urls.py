@@ -1,4 +1,12 @@
-from django.urls import path  # noqa: F401
+"""Staff audit pages and actions, mounted at /audit/ (namespace "evaluator")."""
+
+from django.urls import path
+
+from evaluator import views_review
 
 app_name = "evaluator"
-urlpatterns: list = []
+urlpatterns: list = [
+    path("", views_review.review_queue_view, name="review-queue"),
+    path("flags/<int:pk>/review/", views_review.flag_review_view, name="flag-review"),
+    path("kernels/<int:pk>/audit/", views_review.kernel_audit_view, name="kernel-audit"),
+]

@@ -8,3 +8,6 @@ router = SimpleRouter()
 router.register("evaluations", views.EvaluationViewSet, basename="api-evaluation")
 
 urlpatterns: list = [*router.urls]
+from evaluator.api.audit import urlpatterns as audit_urlpatterns  # noqa: E402  (audit endpoints, owned by the audit)
+
+urlpatterns += audit_urlpatterns

@@ -1,0 +1,91 @@
+"""Staff review of audit flags in the browser (mounted at /audit/, namespace "evaluator").
+
+POST-only actions behind CSRF and a staff check; they call one service each. With htmx the review form is swapped
+in place (the `inspector/_flag_actions.html` partial); without it the browser is redirected back to the kernel.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from evaluator.audit.config import judge_status
+from evaluator.audit.judges import JudgeConfigError
+from evaluator.models import AuditFlag
+from evaluator.services.audit import ReviewError, flag_review, judges_enqueue, kernel_audit_static
+from leaderboard.models import Kernel
+
+QUEUE_STATES = [AuditFlag.Review.SUSPECTED, AuditFlag.Review.CORROBORATED]
+
+
+def _require_staff(request: HttpRequest) -> None:
+    if not (request.user.is_authenticated and request.user.is_staff):
+        raise PermissionDenied("staff only")
+
+
+def _back(request: HttpRequest, fallback: str) -> HttpResponseRedirect:
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        target = fallback
+    return HttpResponseRedirect(target)
+
+
+def _kernel_url(kernel_id: int, anchor: str = "") -> str:
+    return reverse("inspector:kernel-detail", args=[kernel_id]) + (f"#{anchor}" if anchor else "")
+
+
+@require_POST
+def flag_review_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Confirm / dismiss / mark legitimate / reopen one flag, with a note."""
+    _require_staff(request)
+    flag = get_object_or_404(AuditFlag.objects.select_related("kernel"), pk=pk)
+    action = request.POST.get("action", "")
+    error = ""
+    try:
+        flag = flag_review(flag_id=flag.pk, user=request.user, action=action, note=request.POST.get("note", ""))
+    except ReviewError as exc:
+        error = str(exc)
+    if request.headers.get("HX-Request"):
+        context = {"flag": flag, "kernel": flag.kernel, "user": request.user, "review_error": error,
+                   "review_done": not error}  # fmt: skip
+        return render(request, "inspector/_flag_actions.html", context, status=400 if error else 200)
+    if error:
+        messages.error(request, f"Flag {flag.pk}: {error}")
+    else:
+        messages.success(request, f"Flag {flag.pk} ({flag.source_name}) is now {flag.get_review_state_display()}.")
+    return _back(request, _kernel_url(flag.kernel_id, f"flag-{flag.pk}"))
+
+
+@require_POST
+def kernel_audit_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Re-run the static layer now and queue the LLM judges for one kernel (on demand)."""
+    _require_staff(request)
+    kernel = get_object_or_404(Kernel, pk=pk)
+    flags = kernel_audit_static(kernel_id=kernel.pk)
+    try:
+        queued = judges_enqueue(kernel_id=kernel.pk, force=request.POST.get("force") == "1")
+    except JudgeConfigError as exc:
+        queued, note = [], str(exc)
+    else:
+        note = f"judges queued: {', '.join(queued)}" if queued else judge_status().message
+    messages.info(request, f"Static audit stored {len(flags)} flag(s); {note}")
+    return _back(request, _kernel_url(kernel.pk))
+
+
+@require_GET
+def review_queue_view(request: HttpRequest) -> HttpResponse:
+    """Flags waiting for a decision (suspicious or hack verdicts not yet reviewed), corroborated first."""
+    _require_staff(request)
+    flags = (
+        AuditFlag.objects.filter(review_state__in=QUEUE_STATES, verdict__in=["suspicious", "hack"])
+        .select_related("kernel__problem", "kernel__llm")
+        .order_by("review_state", "-severity", "-created_at")[:300]
+    )
+    return render(request, "evaluator/review_queue.html", {"flags": flags, "judges": judge_status()})
