@@ -12,13 +12,11 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAdminUser
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from evaluator.services.evaluations import submission_rerun
 from leaderboard.api import filters, serializers
-from leaderboard.api.renderers import CSVRenderer
 from leaderboard.api.throttles import SubmissionRateThrottle
 from leaderboard.bundles import BundleError, read_upload
 from leaderboard.models import LLM, Kernel, Problem, Submission
@@ -114,7 +112,7 @@ class SubmissionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": out["url"]})
 
     @extend_schema(summary="Results of a submission as CSV", responses={(200, "text/csv"): OpenApiTypes.STR})
-    @action(detail=True, methods=["get"], url_path="results.csv", renderer_classes=[CSVRenderer, JSONRenderer])
+    # Routed explicitly in urls.py (the router would append a slash after ".csv").
     def results_csv(self, request: Request, pk: str | None = None) -> Response:
         submission = self.get_object()
         return Response(
