@@ -210,9 +210,10 @@ def _bind_handle(target: ast.AST, facts: PythonFacts) -> None:
 
 def _is_kernel_lookup(call: ast.Call, facts: PythonFacts) -> bool:
     """getattr(ext, "fn") or ext.get_function(...) on a known handle."""
-    return root_name(call.func) in facts.kernel_handles or (
-        call_name(call) == "getattr" and bool(call.args) and root_name(call.args[0]) in facts.kernel_handles
-    )
+    if call_name(call) == "getattr":
+        return bool(call.args) and root_name(call.args[0]) in facts.kernel_handles
+    # Calling a kernel (ext.f(x)) returns a tensor; only lookups (cupy's get_function) return another kernel.
+    return root_name(call.func) in facts.kernel_handles and call_name(call) in {"get_function", "get_kernel"}
 
 
 def _refers_to_kernel(value: ast.AST, facts: PythonFacts) -> bool:

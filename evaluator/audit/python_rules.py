@@ -399,10 +399,25 @@ def _containers(facts: PythonFacts) -> tuple[set[str], set[str]]:
 
 
 def _local_names(fn: ast.AST) -> set[str]:
-    """Names a function binds itself (they shadow module-level containers), minus those declared global."""
-    bound = {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign | ast.AnnAssign | ast.For)
-             for t in ast.walk(n.target if not isinstance(n, ast.Assign) else n.targets[0])
-             if isinstance(t, ast.Name)}  # fmt: skip
+    """Names a function binds itself (they shadow module-level containers), minus those declared global.
+
+    Only plain names count: `_CACHE[key] = v` writes into a module container, it does not bind `_CACHE`."""
+
+    def bound_by(target: ast.AST) -> set[str]:
+        if isinstance(target, ast.Name):
+            return {target.id}
+        if isinstance(target, ast.Tuple | ast.List | ast.Starred):
+            elts = target.elts if not isinstance(target, ast.Starred) else [target.value]
+            return {n for e in elts for n in bound_by(e)}
+        return set()
+
+    bound: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                bound |= bound_by(target)
+        elif isinstance(node, ast.AnnAssign | ast.For | ast.AugAssign):
+            bound |= bound_by(node.target)
     declared = {name for n in ast.walk(fn) if isinstance(n, ast.Global | ast.Nonlocal) for name in n.names}
     return bound - declared
 
