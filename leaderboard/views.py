@@ -31,26 +31,45 @@ from leaderboard.selectors.ranking import (
     sort_rows,
 )
 
-# (sort key, header, explanation) in display order; the template renders LLM and baseline rows from the same list.
+# (sort key, header, explanation, group) in display order; the template renders LLM and baseline rows alike.
 COLUMNS = [
-    ("name", "LLM / baseline", ""),
-    ("correctness", "Correct %", "Problems with at least one correct sample / active problems attempted"),
-    ("speedup", "Correct Speedup", "Geomean over correct problems of TF32 baseline time / kernel time (best of k)"),
+    ("name", "LLM / baseline", "", ""),
+    ("correctness", "Correct %", "Problems with at least one correct sample / active problems attempted", ""),
+    ("speedup", "Correct Speedup", "Geomean over correct problems of TF32 baseline time / kernel time (best of k)", ""),
     *(
         (
             f"fast_{p_label(p)}",
-            "Fast@1" if p == 1 else f"fast_{p_label(p)}",
-            f"Attempted problems whose chosen kernel is correct and faster than {p_label(p)}x the TF32 baseline",
+            "1 (Fast@1)" if p == 1 else p_label(p),
+            f"fast_{p_label(p)}: attempted problems whose chosen kernel is correct and faster than {p_label(p)}x TF32",
+            "fast_p, % of attempted",
         )
         for p in FAST_P
     ),
-    ("memory", "Mem eff.", "Geomean over correct problems of baseline peak memory / kernel peak memory"),
-    ("mem_efficient", "Mem efficient %", "Correct problems whose kernel lowers peak memory"),
-    ("mem_increased", "Mem increased %", "Correct problems whose kernel raises peak memory"),
-    ("kernels", "Kernels", "Evaluated kernels (all samples)"),
-    ("standard", "Standard speedup", "Standard protocol: D1 only, atol=rtol=1e-2, FP32 baseline, no audit"),
-    ("inflation", "Inflation", "Standard speedup / verified speedup"),
+    ("memory", "Geomean", "Geomean over correct problems of baseline peak memory / kernel peak memory", "Memory"),
+    ("mem_efficient", "Efficient %", "Mem efficient %: correct problems whose kernel lowers peak memory", "Memory"),
+    ("mem_increased", "Increased %", "Mem increased %: correct problems whose kernel raises peak memory", "Memory"),
+    ("kernels", "Kernels", "Evaluated kernels (all samples)", ""),
+    ("standard", "Speedup", "Standard protocol: D1 only, atol=rtol=1e-2, FP32 baseline, no audit", "Standard protocol"),
+    ("inflation", "Inflation", "Standard speedup / verified speedup", "Standard protocol"),
 ]
+
+
+def header_groups(columns: list[tuple[str, str, str, str]]) -> list[tuple[str, int, tuple | None]]:
+    """The top header row: (group label, columns spanned, None) per group, or ("", 1, column) for a column
+    without a group, which spans both header rows."""
+    groups: list[tuple[str, int, tuple | None]] = []
+    for column in columns:
+        group = column[3]
+        if not group:
+            groups.append(("", 1, column))
+        elif groups and groups[-1][0] == group:
+            groups[-1] = (group, groups[-1][1] + 1, None)
+        else:
+            groups.append((group, 1, None))
+    return groups
+
+
+HEADER_GROUPS = header_groups(COLUMNS)
 LEVEL_TABS = [("", "Overall"), *((str(level), f"Level {level}") for level in LEVELS)]
 
 
@@ -116,6 +135,7 @@ def index(request: HttpRequest) -> HttpResponse:
         {
             "rows": rows,
             "columns": COLUMNS,
+            "header_groups": HEADER_GROUPS,
             "sort_key": sort_key,
             "descending": descending,
             "level": level,
@@ -152,6 +172,7 @@ def llm_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "llm": page.llm,
             "rows": llm_level_rows(data, page.llm.pk),
             "columns": COLUMNS,
+            "header_groups": HEADER_GROUPS,
             "hardware": hardware,
             "problem_set": problem_set,
             "level": level,
