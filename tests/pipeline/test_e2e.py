@@ -1,0 +1,142 @@
+"""End to end: real `runserver` + real `celery worker` subprocesses + the real harness, driven by the CLI client.
+
+Embedded defaults (SQLite file + filesystem broker) need no server. The Redis + PostgreSQL variant is marked
+`services` and skips when either server is unreachable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.pipeline.helpers import DATA_DIR, demo_kernel, kernel_name, make_zip
+from tests.pipeline.stack import Stack, reachable
+
+pytestmark = pytest.mark.slow
+WAIT_S = 400
+
+
+def write_bundle(tmp_path: Path, *kernels: tuple[int, int, int]) -> Path:
+    path = tmp_path / "run.zip"
+    path.write_bytes(make_zip({f"run/{kernel_name(*k)}": demo_kernel(*k) for k in kernels}))
+    return path
+
+
+def submit_and_wait(stack: Stack, bundle: Path) -> dict:
+    args = ["--llm", "e2e-llm", "--problem-set", "demo", "--hardware", stack.hardware]
+    done = stack.client("--json", "submit", str(bundle), *args, "--wait", "--interval", "1", "--timeout", str(WAIT_S))
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n--- worker ---\n{stack.log('worker')}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def assert_exactly_once(stack: Stack, finals: list[dict]) -> None:
+    facts = stack.db_facts([f["id"] for f in finals])
+    kernels = sum(f["kernel_count"] for f in finals)
+    assert facts["kernel_rows"] == kernels
+    assert [s["evaluated"] for s in facts["submissions"]] == [f["kernel_count"] for f in finals]
+    assert all(s["status"] == "done" for s in facts["submissions"])
+    assert len(facts["evaluations"]) == kernels and all(e["status"] == "done" for e in facts["evaluations"])
+    # Each evaluation stored its four distributions once (D1-D4), not once per delivery.
+    assert facts["distribution_rows"] == 4 * kernels
+
+
+@pytest.fixture
+def embedded(tmp_path: Path) -> Iterator[Stack]:
+    stack = Stack(tmp_path)
+    try:
+        stack.setup()
+        stack.start_web()
+        stack.start_worker("worker")
+        yield stack
+    finally:
+        stack.stop()
+
+
+def test_embedded_defaults_same_bundle_twice(embedded: Stack, tmp_path: Path) -> None:
+    bundle = write_bundle(tmp_path, (1, 1, 0), (1, 2, 1))
+    started = time.monotonic()
+    first = submit_and_wait(embedded, bundle)
+    second = submit_and_wait(embedded, bundle)
+    elapsed = time.monotonic() - started
+    assert first["id"] != second["id"]
+    for final in (first, second):
+        assert (final["status"], final["kernel_count"], final["evaluated_count"]) == ("done", 2, 2)
+        # L1/1 sample 0 is the demo's correct ReLU; L1/2 sample 1 is its constant-output hack.
+        verdicts = {(k["problem_id"], k["sample"]): k["correct"] for k in final["progress"]["kernels"]}
+        assert verdicts == {(1, 0): True, (2, 1): False}
+        assert final["correct_count"] == 1
+    assert_exactly_once(embedded, [first, second])
+    print(f"embedded: two 2-kernel submissions evaluated in {elapsed:.1f} s")
+
+
+def test_worker_killed_mid_evaluation_completes_exactly_once(embedded: Stack, tmp_path: Path) -> None:
+    bundle = tmp_path / kernel_name(1, 1)
+    bundle.write_text((DATA_DIR / "slow_relu_kernel.py").read_text())
+    created = embedded.client("--json", "submit", str(bundle), "--llm", "e2e-llm", "--problem-set", "demo")
+    assert created.returncode == 0, created.stderr
+    sub_id = json.loads(created.stdout.strip().splitlines()[-1])["id"]
+    deadline = time.monotonic() + 120
+    while embedded.get(f"/api/submissions/{sub_id}/")["progress"]["running"] != 1:
+        assert time.monotonic() < deadline, embedded.log("worker")
+        time.sleep(0.3)
+    embedded.kill("worker")  # SIGKILL mid-evaluation: the row stays RUNNING, nobody acks or requeues
+    (evaluation,) = embedded.db_facts([sub_id])["evaluations"]
+    assert (evaluation["status"], evaluation["attempts"]) == ("running", 1)
+
+    out = embedded.manage("reap_evaluations", "--stale-after", "0")
+    assert f"requeued 1: [{evaluation['id']}]" in out
+    embedded.start_worker("worker")
+    waited = embedded.client("--json", "status", str(sub_id))
+    deadline = time.monotonic() + WAIT_S
+    while json.loads(waited.stdout)["status"] != "done":
+        assert time.monotonic() < deadline, embedded.log("worker")
+        time.sleep(1)
+        waited = embedded.client("--json", "status", str(sub_id))
+    final = json.loads(waited.stdout)
+    facts = embedded.db_facts([sub_id])
+    (evaluation,) = facts["evaluations"]
+    assert (evaluation["status"], evaluation["attempts"], evaluation["is_current"]) == ("done", 2, True)
+    assert evaluation["result_status"] in {"ok", "rejected"}
+    assert (final["evaluated_count"], final["kernel_count"]) == (1, 1)
+    assert facts["distribution_rows"] in {0, 4}
+
+
+@pytest.mark.services
+def test_redis_and_postgresql(tmp_path: Path) -> None:
+    if not (reachable(6379) and reachable(5432)):
+        pytest.skip("Redis (6379) or PostgreSQL (5432) is not reachable")
+    psycopg = pytest.importorskip("psycopg")
+    admin_url = os.getenv("PIPELINE_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/test")
+    dbname = f"kbv_pipeline_{uuid.uuid4().hex[:8]}"
+    try:
+        with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f'CREATE DATABASE "{dbname}"')
+    except psycopg.Error as exc:
+        pytest.skip(f"cannot create a scratch database on PostgreSQL: {exc}")
+    # A unique hardware label gives this run its own Redis queue, so parallel runs cannot steal each other's work.
+    hardware = f"cpu-e2e{uuid.uuid4().hex[:6]}"
+    stack = Stack(
+        tmp_path,
+        hardware=hardware,
+        env={
+            "DATABASE_URL": admin_url.rsplit("/", 1)[0] + f"/{dbname}",
+            "CELERY_BROKER_URL": os.getenv("PIPELINE_REDIS_URL", "redis://127.0.0.1:6379/15"),
+        },
+    )
+    try:
+        stack.setup()
+        stack.start_web()
+        stack.start_worker("worker")
+        final = submit_and_wait(stack, write_bundle(tmp_path, (1, 1, 0), (1, 3, 0)))
+        assert (final["status"], final["evaluated_count"], final["correct_count"]) == ("done", 2, 2)
+        assert_exactly_once(stack, [final])
+    finally:
+        stack.stop()
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
