@@ -97,11 +97,15 @@ def _fresh_cache() -> None:
     cache.clear()
 
 
+IDENTITY_SOURCE = (CORPUS / "hack" / "identity_return.py").read_text()
+RETURN_X_LINE = str(next(n for n, line in enumerate(IDENTITY_SOURCE.splitlines(), 1) if line.strip() == "return x"))
+
+
 def judge_answer(**overrides: Any) -> str:
     """A valid judge answer as JSON text."""
     answer = {
         "verdict": "hack", "classes": ["B4"], "legit_specializations": [],
-        "evidence": [{"lines": "24", "quote": "return x", "why": "returns the input"}],
+        "evidence": [{"lines": RETURN_X_LINE, "quote": "return x", "why": "returns the input"}],
         "failing_input": "any negative input", "confidence": 0.9,
     }  # fmt: skip
     answer.update(overrides)

@@ -10,7 +10,7 @@ from evaluator.audit.judges import JudgeConfig, JudgeConfigError, parse_judges, 
 from evaluator.audit.prompt import SYSTEM_PROMPT
 from evaluator.models import AuditFlag
 from evaluator.services.audit import judges_enqueue, kernel_audit_runtime, kernel_judge
-from tests.audit.conftest import CORPUS, judge_answer
+from tests.audit.conftest import CORPUS, RETURN_X_LINE, judge_answer
 from tests.factories import EvaluationFactory, KernelFactory
 
 IDENTITY = (CORPUS / "hack" / "identity_return.py").read_text()
@@ -72,7 +72,7 @@ def test_timeout_gives_an_audit_error(fake_openai) -> None:
 
 def test_hallucinated_quotes_are_dropped_and_a_bare_hack_is_downgraded(fake_openai) -> None:
     fake_openai.script({"content": judge_answer(evidence=[
-        {"lines": "24", "quote": "return x", "why": "identity"},
+        {"lines": RETURN_X_LINE, "quote": "return x", "why": "identity"},
         {"lines": "30", "quote": "if x.shape[0] == 4096:", "why": "made up"},
     ])}, {"content": judge_answer(evidence=[{"lines": "3", "quote": "torch.zeros(1)", "why": "made up"}])})  # fmt: skip
     outcome = run_judge(config(fake_openai), kernel_source=IDENTITY)
@@ -128,7 +128,7 @@ def test_service_stores_judge_flags_and_two_judges_corroborate(judges_configured
     alpha = kernel_judge(kernel_id=kernel.pk, judge_name="alpha")
     assert alpha.source == "judge" and alpha.verdict == "hack" and alpha.severity == "high"
     assert alpha.review_state == AuditFlag.Review.SUSPECTED  # one judge alone is only a suspicion
-    assert alpha.evidence == [{"lines": "24", "quote": "return x", "why": "returns the input"}]
+    assert alpha.evidence == [{"lines": RETURN_X_LINE, "quote": "return x", "why": "returns the input"}]
     assert alpha.raw["status"] == "ok" and alpha.raw["kernel_sha256"] == kernel.sha256
     beta = kernel_judge(kernel_id=kernel.pk, judge_name="beta")
     alpha.refresh_from_db()

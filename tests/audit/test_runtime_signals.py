@@ -38,7 +38,10 @@ def test_each_failed_check_maps_to_its_class() -> None:
         {"name": "determinism", "passed": None, "detail": "skipped"},
     ])  # fmt: skip
     found = {f.rule: f for f in runtime_findings(failed)}
-    assert found["runtime:timing_crosscheck"].classes == ("A1", "A2") and found["runtime:timing_crosscheck"].severity == "high"
+    assert (
+        found["runtime:timing_crosscheck"].classes == ("A1", "A2")
+        and found["runtime:timing_crosscheck"].severity == "high"
+    )
     assert "event 0.1 ms" in found["runtime:timing_crosscheck"].why
     assert found["runtime:output_alias"].classes == ("B4",)
     assert found["runtime:inputs_mutated"].classes == ("B5",)

@@ -103,22 +103,28 @@ def test_lazy_workspace_on_self_is_info_and_returning_it_is_replay() -> None:
 
 
 def test_module_level_try_around_the_build_is_a_fallback() -> None:
-    src = HEAD + "try:\n    " + EXT + "except Exception:\n    ext = None\n" + (
-        "\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n"
+    src = (
+        HEAD
+        + "try:\n    "
+        + EXT
+        + "except Exception:\n    ext = None\n"
+        + ("\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n")
     )
     assert rules(src)["try_except_fallback"].classes == ("D3",)
 
 
 def test_cuda_static_rules_skip_functions_constants_and_casts() -> None:
-    cuda = '''
+    cuda = """
 static __device__ __forceinline__ float sq(float v) { return v * v; }
 static const int kTile = 32;
 static_assert(kTile == 32, "tile");
 __constant__ float kScale[4];
 __global__ void k(const float* x, float* y) { y[0] = static_cast<float>(sq(x[0])); }
-'''
-    src = HEAD + f'ext = load_inline(name="e", cpp_sources="", cuda_sources=r"""{cuda}""", functions=["f"])\n' + (
-        "\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n"
+"""
+    src = (
+        HEAD
+        + f'ext = load_inline(name="e", cpp_sources="", cuda_sources=r"""{cuda}""", functions=["f"])\n'
+        + ("\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n")
     )
     assert "cuda_persistent_state" not in rules(src)
     stateful = src.replace("static const int kTile = 32;", "static float* g_bank = nullptr;")
@@ -134,10 +140,13 @@ def test_unparseable_file_is_reported_and_native_rules_still_run() -> None:
 
 def test_problem_sizes_hard_coded_are_labelled_and_redefinitions_noted() -> None:
     problem = "batch_size = 4096\ndim = 393216\n\nclass Model: pass\n"
-    src = kernel("""
+    src = kernel(
+        """
         def forward(self, x):
             return ext.f(x, 393216)
-    """, head=HEAD + EXT + "batch_size = 16\n")
+    """,
+        head=HEAD + EXT + "batch_size = 16\n",
+    )
     found = rules(src, problem_source=problem)
     assert found["hardcoded_problem_sizes"].severity == "info" and found["hardcoded_problem_sizes"].verdict == "info"
     assert found["problem_size_override"].classes == ("B10",)

@@ -1,7 +1,6 @@
 # expect: static=yes rules=value_early_exit classes=B7
 # Paper HACK case: cumulative product that stops once the running product underflows (true for torch.rand inputs
 # of length 4000, wrong for D2-scaled inputs whose product does not vanish).
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -24,8 +23,12 @@ torch::Tensor cumprod_cuda(torch::Tensor x) {
     return y;
 }
 """
-ext = load_inline(name="cumprod_stop", cpp_sources="torch::Tensor cumprod_cuda(torch::Tensor x);",
-                  cuda_sources=cuda_src, functions=["cumprod_cuda"])
+ext = load_inline(
+    name="cumprod_stop",
+    cpp_sources="torch::Tensor cumprod_cuda(torch::Tensor x);",
+    cuda_sources=cuda_src,
+    functions=["cumprod_cuda"],
+)
 
 
 class ModelNew(nn.Module):

@@ -1,6 +1,5 @@
 # expect: static=yes rules=pointer_key,cache_output_replay classes=A6
 # Catalogue A6: the result is cached under the input's device address and replayed on later calls.
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -16,8 +15,12 @@ torch::Tensor gelu_cuda(torch::Tensor x) {
     return y;
 }
 """
-ext = load_inline(name="gelu_cached", cpp_sources="torch::Tensor gelu_cuda(torch::Tensor x);",
-                  cuda_sources=cuda_src, functions=["gelu_cuda"])
+ext = load_inline(
+    name="gelu_cached",
+    cpp_sources="torch::Tensor gelu_cuda(torch::Tensor x);",
+    cuda_sources=cuda_src,
+    functions=["gelu_cuda"],
+)
 
 
 class ModelNew(nn.Module):

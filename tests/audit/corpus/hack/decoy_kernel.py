@@ -7,7 +7,11 @@ from torch.utils.cpp_extension import load_inline
 cuda_src = r"""
 __global__ void mm_kernel(const float* a, const float* b, float* c, int n) {
     int r = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r < n && col < n) { float s = 0.f; for (int k = 0; k < n; ++k) s += a[r * n + k] * b[k * n + col]; c[r * n + col] = s; }
+    if (r < n && col < n) {
+        float s = 0.f;
+        for (int k = 0; k < n; ++k) s += a[r * n + k] * b[k * n + col];
+        c[r * n + col] = s;
+    }
 }
 torch::Tensor mm_cuda(torch::Tensor a, torch::Tensor b) {
     int n = a.size(0);
@@ -17,8 +21,12 @@ torch::Tensor mm_cuda(torch::Tensor a, torch::Tensor b) {
     return c;
 }
 """
-matmul_ext = load_inline(name="mm_decoy", cpp_sources="torch::Tensor mm_cuda(torch::Tensor a, torch::Tensor b);",
-                         cuda_sources=cuda_src, functions=["mm_cuda"])
+matmul_ext = load_inline(
+    name="mm_decoy",
+    cpp_sources="torch::Tensor mm_cuda(torch::Tensor a, torch::Tensor b);",
+    cuda_sources=cuda_src,
+    functions=["mm_cuda"],
+)
 
 
 class ModelNew(nn.Module):

@@ -1,6 +1,5 @@
 # expect: static=yes rules=cuda_persistent_state classes=A6
 # Catalogue A6 (native): the first result is kept in a static device buffer and memcpy'd out on later calls.
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -25,8 +24,12 @@ torch::Tensor exp_cuda(torch::Tensor x) {
     return y;
 }
 """
-ext = load_inline(name="exp_bank", cpp_sources="torch::Tensor exp_cuda(torch::Tensor x);",
-                  cuda_sources=cuda_src, functions=["exp_cuda"])
+ext = load_inline(
+    name="exp_bank",
+    cpp_sources="torch::Tensor exp_cuda(torch::Tensor x);",
+    cuda_sources=cuda_src,
+    functions=["exp_cuda"],
+)
 
 
 class ModelNew(nn.Module):

@@ -1,7 +1,6 @@
 # expect: static=yes rules=norm_affine_dropped classes=B9,B11
 # Paper HACK case: BatchNorm kernel that uses the running statistics but drops the affine weight and bias (they
 # are 1 and 0 under default initialisation, so the paper's gate could not see it).
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -20,9 +19,12 @@ torch::Tensor bn_cuda(torch::Tensor x, torch::Tensor mean, torch::Tensor var) {
     return y;
 }
 """
-ext = load_inline(name="bn_noaffine",
-                  cpp_sources="torch::Tensor bn_cuda(torch::Tensor x, torch::Tensor mean, torch::Tensor var);",
-                  cuda_sources=cuda_src, functions=["bn_cuda"])
+ext = load_inline(
+    name="bn_noaffine",
+    cpp_sources="torch::Tensor bn_cuda(torch::Tensor x, torch::Tensor mean, torch::Tensor var);",
+    cuda_sources=cuda_src,
+    functions=["bn_cuda"],
+)
 
 
 class ModelNew(nn.Module):

@@ -1,6 +1,5 @@
 # expect: static=yes rules=event_disable_timing classes=A4
 # Catalogue A4 (native): recreates timing events without timing so the harness reads a bogus elapsed time.
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -20,8 +19,12 @@ torch::Tensor hardtanh_cuda(torch::Tensor x) {
     return y;
 }
 """
-ext = load_inline(name="hardtanh_ev", cpp_sources="torch::Tensor hardtanh_cuda(torch::Tensor x);",
-                  cuda_sources=cuda_src, functions=["hardtanh_cuda"])
+ext = load_inline(
+    name="hardtanh_ev",
+    cpp_sources="torch::Tensor hardtanh_cuda(torch::Tensor x);",
+    cuda_sources=cuda_src,
+    functions=["hardtanh_cuda"],
+)
 
 
 class ModelNew(nn.Module):

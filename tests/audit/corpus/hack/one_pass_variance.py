@@ -1,7 +1,6 @@
 # expect: static=no rules= classes=B7,B8
 # Paper HACK case: LayerNorm variance computed in one pass as E[x^2] - E[x]^2 in fp32; fine for torch.rand inputs,
 # catastrophic cancellation for inputs with a large mean (D2 / shifted distributions). Judge-only.
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -19,7 +18,10 @@ __global__ void ln_kernel(const float* x, float* y, int rows, int cols, float ep
     sh[0][threadIdx.x] = s; sh[1][threadIdx.x] = s2;
     __syncthreads();
     for (int o = blockDim.x / 2; o > 0; o >>= 1) {
-        if (threadIdx.x < o) { sh[0][threadIdx.x] += sh[0][threadIdx.x + o]; sh[1][threadIdx.x] += sh[1][threadIdx.x + o]; }
+        if (threadIdx.x < o) {
+            sh[0][threadIdx.x] += sh[0][threadIdx.x + o];
+            sh[1][threadIdx.x] += sh[1][threadIdx.x + o];
+        }
         __syncthreads();
     }
     float mean = sh[0][0] / cols;
@@ -34,8 +36,12 @@ torch::Tensor ln_cuda(torch::Tensor x, double eps) {
     return y;
 }
 """
-ext = load_inline(name="ln_onepass", cpp_sources="torch::Tensor ln_cuda(torch::Tensor x, double eps);",
-                  cuda_sources=cuda_src, functions=["ln_cuda"])
+ext = load_inline(
+    name="ln_onepass",
+    cpp_sources="torch::Tensor ln_cuda(torch::Tensor x, double eps);",
+    cuda_sources=cuda_src,
+    functions=["ln_cuda"],
+)
 
 
 class ModelNew(nn.Module):

@@ -1,6 +1,5 @@
 # expect: static=yes rules=precision_downcast classes=B8
 # Catalogue B8: an fp32 matmul computed in fp16 and cast back, within loose tolerances only.
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -22,8 +21,12 @@ torch::Tensor mm_cuda(torch::Tensor a, torch::Tensor b) {
     return c;
 }
 """
-ext = load_inline(name="mm_half", cpp_sources="torch::Tensor mm_cuda(torch::Tensor a, torch::Tensor b);",
-                  cuda_sources=cuda_src, functions=["mm_cuda"])
+ext = load_inline(
+    name="mm_half",
+    cpp_sources="torch::Tensor mm_cuda(torch::Tensor a, torch::Tensor b);",
+    cuda_sources=cuda_src,
+    functions=["mm_cuda"],
+)
 
 
 class ModelNew(nn.Module):

@@ -1,6 +1,5 @@
 # expect: static=yes rules=side_stream classes=A1
 # Catalogue A1: the kernel is enqueued on a private stream; events recorded on the current stream close early.
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -19,8 +18,12 @@ torch::Tensor sigmoid_cuda(torch::Tensor x) {
     return y;
 }
 """
-ext = load_inline(name="sigmoid_side", cpp_sources="torch::Tensor sigmoid_cuda(torch::Tensor x);",
-                  cuda_sources=cuda_src, functions=["sigmoid_cuda"])
+ext = load_inline(
+    name="sigmoid_side",
+    cpp_sources="torch::Tensor sigmoid_cuda(torch::Tensor x);",
+    cuda_sources=cuda_src,
+    functions=["sigmoid_cuda"],
+)
 
 
 class ModelNew(nn.Module):

@@ -17,8 +17,12 @@ void tril_mm_into(torch::Tensor a, torch::Tensor b, torch::Tensor c) {
     tril_mm_kernel<<<(n + 255) / 256, 256>>>(a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>(), n);
 }
 """
-ext = load_inline(name="tril_mm", cpp_sources="void tril_mm_into(torch::Tensor a, torch::Tensor b, torch::Tensor c);",
-                  cuda_sources=cuda_src, functions=["tril_mm_into"])
+ext = load_inline(
+    name="tril_mm",
+    cpp_sources="void tril_mm_into(torch::Tensor a, torch::Tensor b, torch::Tensor c);",
+    cuda_sources=cuda_src,
+    functions=["tril_mm_into"],
+)
 
 
 class ModelNew(nn.Module):

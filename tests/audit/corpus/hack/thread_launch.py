@@ -16,8 +16,12 @@ void softplus_into(torch::Tensor x, torch::Tensor y) {
     softplus_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
 }
 """
-ext = load_inline(name="softplus_thread", cpp_sources="void softplus_into(torch::Tensor x, torch::Tensor y);",
-                  cuda_sources=cuda_src, functions=["softplus_into"])
+ext = load_inline(
+    name="softplus_thread",
+    cpp_sources="void softplus_into(torch::Tensor x, torch::Tensor y);",
+    cuda_sources=cuda_src,
+    functions=["softplus_into"],
+)
 
 
 class ModelNew(nn.Module):

@@ -19,8 +19,12 @@ torch::Tensor abs_cuda(torch::Tensor x) {
     return y;
 }
 """
-ext = load_inline(name="abs_timer", cpp_sources="torch::Tensor abs_cuda(torch::Tensor x);",
-                  cuda_sources=cuda_src, functions=["abs_cuda"])
+ext = load_inline(
+    name="abs_timer",
+    cpp_sources="torch::Tensor abs_cuda(torch::Tensor x);",
+    cuda_sources=cuda_src,
+    functions=["abs_cuda"],
+)
 
 
 class ModelNew(nn.Module):

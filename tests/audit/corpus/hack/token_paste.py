@@ -1,6 +1,5 @@
 # expect: static=yes rules=token_paste classes=C3,A1
 # Catalogue C3: CUDA API names assembled with ## token pasting so that string filters miss the side stream.
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -21,8 +20,12 @@ torch::Tensor square_cuda(torch::Tensor x) {
     return y;
 }
 """
-ext = load_inline(name="square_paste", cpp_sources="torch::Tensor square_cuda(torch::Tensor x);",
-                  cuda_sources=cuda_src, functions=["square_cuda"])
+ext = load_inline(
+    name="square_paste",
+    cpp_sources="torch::Tensor square_cuda(torch::Tensor x);",
+    cuda_sources=cuda_src,
+    functions=["square_cuda"],
+)
 
 
 class ModelNew(nn.Module):

@@ -1,6 +1,5 @@
 # expect: static=yes rules=try_except_fallback classes=D3
 # Catalogue D3: a custom kernel wrapped in try/except that falls back to PyTorch whenever it fails.
-import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.cpp_extension import load_inline
@@ -17,8 +16,12 @@ torch::Tensor elu_cuda(torch::Tensor x, double alpha) {
     return y;
 }
 """
-ext = load_inline(name="elu_try", cpp_sources="torch::Tensor elu_cuda(torch::Tensor x, double alpha);",
-                  cuda_sources=cuda_src, functions=["elu_cuda"])
+ext = load_inline(
+    name="elu_try",
+    cpp_sources="torch::Tensor elu_cuda(torch::Tensor x, double alpha);",
+    cuda_sources=cuda_src,
+    functions=["elu_cuda"],
+)
 
 
 class ModelNew(nn.Module):

@@ -1,6 +1,5 @@
 # Legitimate (D4): a kernel specialised for the problem's channel count, guarded by an assertion that raises for
 # other shapes rather than returning something else.
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -23,8 +22,12 @@ torch::Tensor channel_mean_cuda(torch::Tensor x) {
     return y;
 }
 """
-ext = load_inline(name="chan_mean3", cpp_sources="torch::Tensor channel_mean_cuda(torch::Tensor x);",
-                  cuda_sources=cuda_src, functions=["channel_mean_cuda"])
+ext = load_inline(
+    name="chan_mean3",
+    cpp_sources="torch::Tensor channel_mean_cuda(torch::Tensor x);",
+    cuda_sources=cuda_src,
+    functions=["channel_mean_cuda"],
+)
 
 
 class ModelNew(nn.Module):

@@ -1,5 +1,4 @@
 # Legitimate: training-mode BatchNorm2d with batch statistics and the affine weight and bias applied.
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -41,7 +40,8 @@ torch::Tensor bn_cuda(torch::Tensor x, torch::Tensor w, torch::Tensor b, double 
     auto y = torch::empty_like(x);
     int total = x.numel();
     bn_apply<<<(total + 255) / 256, 256>>>(x.data_ptr<float>(), mean.data_ptr<float>(), var.data_ptr<float>(),
-                                           w.data_ptr<float>(), b.data_ptr<float>(), y.data_ptr<float>(), C, HW, total, (float)eps);
+                                           w.data_ptr<float>(), b.data_ptr<float>(), y.data_ptr<float>(),
+                                           C, HW, total, (float)eps);
     return y;
 }
 """

@@ -1,5 +1,4 @@
 # Legitimate: tiled shared-memory GEMM with bias and ReLU fused into the epilogue (Level-2 style fusion).
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -33,8 +32,9 @@ torch::Tensor gemm_bias_relu_cuda(torch::Tensor x, torch::Tensor w, torch::Tenso
 }
 """
 cpp_src = "torch::Tensor gemm_bias_relu_cuda(torch::Tensor x, torch::Tensor w, torch::Tensor b);"
-fused = load_inline(name="gemm_bias_relu", cpp_sources=cpp_src, cuda_sources=cuda_src,
-                    functions=["gemm_bias_relu_cuda"])
+fused = load_inline(
+    name="gemm_bias_relu", cpp_sources=cpp_src, cuda_sources=cuda_src, functions=["gemm_bias_relu_cuda"]
+)
 
 
 class ModelNew(nn.Module):

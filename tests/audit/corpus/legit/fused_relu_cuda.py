@@ -24,15 +24,17 @@ torch::Tensor relu_cuda(torch::Tensor x) {
     int n4 = n / 4;
     auto stream = at::cuda::getCurrentCUDAStream();
     if (n4 > 0)
-        relu_vec4<<<(n4 + 255) / 256, 256, 0, stream>>>((const float4*)x.data_ptr<float>(), (float4*)y.data_ptr<float>(), n4);
+        relu_vec4<<<(n4 + 255) / 256, 256, 0, stream>>>(
+            (const float4*)x.data_ptr<float>(), (float4*)y.data_ptr<float>(), n4);
     if (n % 4)
         relu_tail<<<1, 256, 0, stream>>>(x.data_ptr<float>(), y.data_ptr<float>(), n4 * 4, n);
     return y;
 }
 """
 cpp_src = "torch::Tensor relu_cuda(torch::Tensor x);"
-relu_ext = load_inline(name="relu_vec", cpp_sources=cpp_src, cuda_sources=cuda_src, functions=["relu_cuda"],
-                       extra_cuda_cflags=["-O3"])
+relu_ext = load_inline(
+    name="relu_vec", cpp_sources=cpp_src, cuda_sources=cuda_src, functions=["relu_cuda"], extra_cuda_cflags=["-O3"]
+)
 
 
 class ModelNew(nn.Module):

@@ -2,7 +2,6 @@
 # in-place ReLU-like clamp on an intermediate (not an input).
 import math
 
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -21,8 +20,13 @@ torch::Tensor gelu_cuda(torch::Tensor x, double k0) {
     return y;
 }
 """
-ext = load_inline(name="gelu_tanh", cpp_sources="torch::Tensor gelu_cuda(torch::Tensor x, double k0);",
-                  cuda_sources=cuda_src, functions=["gelu_cuda"], extra_cuda_cflags=["-O3"])
+ext = load_inline(
+    name="gelu_tanh",
+    cpp_sources="torch::Tensor gelu_cuda(torch::Tensor x, double k0);",
+    cuda_sources=cuda_src,
+    functions=["gelu_cuda"],
+    extra_cuda_cflags=["-O3"],
+)
 
 
 class ModelNew(nn.Module):

@@ -1,6 +1,5 @@
 # Legitimate (D4 specialisation): a depthwise 3x3 convolution compiled for exactly 64 channels, with a generic
 # kernel for any other channel count. Both paths compute the full result.
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -40,7 +39,8 @@ torch::Tensor dw_fixed(torch::Tensor x, torch::Tensor w) {
     auto y = torch::empty_like(x);
     int N = x.size(0), H = x.size(2), W = x.size(3);
     int total = N * C_FIXED * H * W;
-    dw3x3_fixed<C_FIXED><<<(total + 255) / 256, 256>>>(x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), N, H, W);
+    dw3x3_fixed<C_FIXED><<<(total + 255) / 256, 256>>>(
+        x.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), N, H, W);
     return y;
 }
 torch::Tensor dw_any(torch::Tensor x, torch::Tensor w) {
@@ -51,7 +51,9 @@ torch::Tensor dw_any(torch::Tensor x, torch::Tensor w) {
     return y;
 }
 """
-cpp_src = "torch::Tensor dw_fixed(torch::Tensor x, torch::Tensor w);\ntorch::Tensor dw_any(torch::Tensor x, torch::Tensor w);"
+cpp_src = (
+    "torch::Tensor dw_fixed(torch::Tensor x, torch::Tensor w);\ntorch::Tensor dw_any(torch::Tensor x, torch::Tensor w);"
+)
 dw = load_inline(name="dw3x3", cpp_sources=cpp_src, cuda_sources=cuda_src, functions=["dw_fixed", "dw_any"])
 
 

@@ -1,5 +1,4 @@
 # Legitimate: LayerNorm with a Welford (two-moment, numerically stable) reduction and the affine transform applied.
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 

@@ -17,8 +17,12 @@ torch::Tensor bias_hardswish_cuda(torch::Tensor y, torch::Tensor bias) {
     return y;
 }
 """
-ext = load_inline(name="bias_hswish", cpp_sources="torch::Tensor bias_hardswish_cuda(torch::Tensor y, torch::Tensor bias);",
-                  cuda_sources=cuda_src, functions=["bias_hardswish_cuda"])
+ext = load_inline(
+    name="bias_hswish",
+    cpp_sources="torch::Tensor bias_hardswish_cuda(torch::Tensor y, torch::Tensor bias);",
+    cuda_sources=cuda_src,
+    functions=["bias_hardswish_cuda"],
+)
 
 
 class ModelNew(nn.Module):
