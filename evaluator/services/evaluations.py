@@ -316,7 +316,8 @@ class ReapResult:
 def evaluations_reap(*, stale_after: timedelta | None = None) -> ReapResult:
     """Requeue RUNNING evaluations older than the hard time limit (their worker died), or fail them once they
     have used EVALUATOR_MAX_ATTEMPTS. A worker that is alive never holds a row that long: Celery kills it first."""
-    stale_after = stale_after or timedelta(seconds=time_limits().hard + 60)
+    if stale_after is None:  # (not `or`: a zero timedelta is falsy and means "everything running")
+        stale_after = timedelta(seconds=time_limits().hard + 60)
     cutoff = timezone.now() - stale_after
     requeued: list[int] = []
     failed: list[int] = []

@@ -238,3 +238,9 @@ def svc_infra(message: str) -> Exception:
     import evaluator.runner as runner
 
     return runner.InfraError(message)
+
+
+def test_reaper_with_zero_staleness_takes_every_running_row(demo_problems, sent):
+    (ev,) = evals(submit((1, 1, 0)))
+    svc.evaluation_claim(evaluation_id=ev.pk)
+    assert svc.evaluations_reap(stale_after=timedelta(0)).requeued == [ev.pk]
