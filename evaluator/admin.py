@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from evaluator.admin_actions import rerun_evaluations
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
 
 
@@ -14,6 +15,7 @@ class EvaluationAdmin(admin.ModelAdmin):
     list_filter = ["status", "result_status", "hardware", "correct", "is_current"]
     raw_id_fields = ["kernel"]
     inlines = [DistributionResultInline]
+    actions = [rerun_evaluations]
 
 
 @admin.register(DistributionResult)

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from evaluator.admin_actions import rerun_submissions
 from leaderboard.models import LLM, Kernel, Problem, Submission
 
 
@@ -21,6 +22,7 @@ class SubmissionAdmin(admin.ModelAdmin):
     list_display = ["id", "llm", "uploader", "status", "hardware", "kernel_count", "evaluated_count", "created_at"]
     list_filter = ["status", "hardware", "problem_set"]
     raw_id_fields = ["llm", "uploader"]
+    actions = [rerun_submissions]
 
 
 @admin.register(Kernel)

@@ -98,3 +98,30 @@ def test_account_shows_and_creates_a_token(client, user):
     assert token.key in client.get("/account/").content.decode()
     client.post("/account/", {"regenerate": "1"})
     assert Token.objects.get(user=user).key != token.key
+
+
+def test_admin_actions_rerun_evaluations_and_submissions(demo_problems, client, staff, sent):
+    staff.is_superuser = True
+    staff.save()
+    client.force_login(staff)
+    submission = submission_for_admin()
+    ev = Evaluation.objects.get(kernel__submission=submission)
+    response = client.post(
+        "/admin/evaluator/evaluation/", {"action": "rerun_evaluations", "_selected_action": [ev.pk]}, follow=True
+    )
+    assert response.status_code == 200 and "Queued 1 re-runs" in response.content.decode()
+    response = client.post(
+        "/admin/leaderboard/submission/",
+        {"action": "rerun_submissions", "_selected_action": [submission.pk]},
+        follow=True,
+    )
+    assert "Queued 1 re-runs." in response.content.decode()
+    rows = Evaluation.objects.filter(kernel__submission=submission)
+    assert rows.count() == 3 and rows.filter(is_current=True).count() == 1
+
+
+def submission_for_admin() -> Submission:
+    from leaderboard.services.submissions import submission_create
+
+    data = make_zip({kernel_name(1, 1): demo_kernel(1, 1)})
+    return submission_create(uploader=None, llm_name="m", filename="r.zip", data=data, problem_set=DEMO_SET)
