@@ -41,6 +41,8 @@ def corpus_table(corpus: Path) -> list[str]:
             kg_default = analyze_raw(text, tuned=False)
             kg_tuned = analyze_raw(text, tuned=True)
             static = meta.get("static") == "yes"
+            if meta.get("static") == "label":
+                continue  # policy labels (D1) are neither hacks nor legitimate kernels for these metrics
             marks = {
                 "own": is_flagged(own), "full": is_flagged(full),
                 "kg_default": _kg_flag(kg_default), "kg_tuned": _kg_flag(kg_tuned),
@@ -104,12 +106,28 @@ def reference_table(problems: Path) -> list[str]:
     ]  # fmt: skip
 
 
+def extra_table(folder: Path) -> list[str]:
+    """Flag rate on another corpus laid out as exploits/*.py and legit/*.py (e.g. tests/redteam)."""
+    lines = [f"Corpus `{folder}`:", "", "| set | files | flagged (own+KG) | flagged (KG tuned) | not flagged |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for kind in ("exploits", "legit"):
+        paths = sorted((folder / kind).glob("*.py"))
+        ours = [p for p in paths if is_flagged(audit_static(p.read_text()))]
+        kg = [p for p in paths if _kg_flag(analyze_raw(p.read_text(), tuned=True))]
+        missed = ", ".join(p.stem for p in paths if p not in ours) or "-"
+        lines.append(f"| {kind} | {len(paths)} | {len(ours)} | {len(kg)} | {missed} |")
+    return [*lines, ""]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", type=Path, default=Path("tests/audit/corpus"))
     parser.add_argument("--problems", type=Path, default=Path("../shared/datasets/kernelbench/problems.jsonl"))
+    parser.add_argument("--extra", type=Path, nargs="*", default=[], help="more folders with exploits/ and legit/")
     args = parser.parse_args()
     print("\n".join(corpus_table(args.corpus)))
+    for folder in args.extra:
+        print("\n".join(extra_table(folder)))
     if args.problems.exists():
         print("\n".join(reference_table(args.problems)))
 

@@ -527,28 +527,44 @@ def _self_tensor_state(src: KernelSource, facts: PythonFacts, fn: ast.AST, flow:
 
 
 def rule_pointer_keys(src: KernelSource, facts: PythonFacts) -> list[Finding]:
-    """A6: data_ptr()/id()/_version used as a key or compared, the classic replay fingerprint."""
+    """A6: data_ptr()/id()/_version of an input used as a key or compared, the classic replay fingerprint.
+
+    The same fingerprint taken on the module's own parameters (self.linear.weight) only invalidates a derived
+    weight (a pre-transposed copy rebuilt when the weight changes): that is D4 weight pre-processing, info.
+    """
     findings: list[Finding] = []
     seen: set[int] = set()
     for fn in facts.runtime_functions:
         call_args: set[int] = set()
+        own: set[str] = {"self"}  # names bound to the module's own state: w = self.linear.weight
         for node in ast.walk(fn):
             if isinstance(node, ast.Call) and not (
                 isinstance(node.func, ast.Name) and node.func.id in {"hash", "tuple", "str", "id"}
             ):
                 call_args.update(id(a) for a in [*node.args, *(k.value for k in node.keywords)])
+            if isinstance(node, ast.Assign) and root_name(node.value) == "self":
+                own.update(t.id for t in node.targets if isinstance(t, ast.Name))
         for node in ast.walk(fn):
-            is_call = isinstance(node, ast.Call)
-            hit = (
-                (is_call and call_name(node) == "data_ptr" and id(node) not in call_args)  # type: ignore[arg-type]
-                or (is_call and isinstance(node.func, ast.Name) and node.func.id == "id")  # type: ignore[attr-defined]
-                or (isinstance(node, ast.Attribute) and node.attr == "_version")
-            )
-            if hit and node.lineno not in seen:
-                seen.add(node.lineno)
-                findings.append(_f("pointer_key", "high", "hack", "A6",
-                                   "An input's address/identity/version (data_ptr, id, _version) is used as a key "
-                                   "or compared: the fingerprint of cross-call result replay.", src, node))  # fmt: skip
+            receiver: ast.AST | None = None
+            if isinstance(node, ast.Call) and call_name(node) == "data_ptr" and id(node) not in call_args:
+                receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id":
+                receiver = node.args[0] if node.args else None
+            elif isinstance(node, ast.Attribute) and node.attr == "_version":
+                receiver = node.value
+            else:
+                continue
+            if node.lineno in seen:
+                continue
+            seen.add(node.lineno)
+            if receiver is not None and root_name(receiver) in own:
+                findings.append(_f("parameter_version_key", "info", "info", "D4",
+                                   "The module's own parameter address/version keys a derived-weight cache "
+                                   "(rebuilt when the weight changes).", src, node))  # fmt: skip
+                continue
+            findings.append(_f("pointer_key", "high", "hack", "A6",
+                               "An input's address/identity/version (data_ptr, id, _version) is used as a key "
+                               "or compared: the fingerprint of cross-call result replay.", src, node))  # fmt: skip
     return findings
 
 

@@ -71,5 +71,6 @@ def sort_findings(findings: list[Finding]) -> list[Finding]:
 
 
 def is_flagged(findings: list[Finding]) -> bool:
-    """True when any finding is medium or high (what the corpus precision/recall counts as 'flagged')."""
-    return any(f.severity in FLAG_SEVERITIES for f in findings)
+    """True when a finding is medium/high with a suspicious or hack verdict (what the corpus precision/recall
+    counts as 'flagged'). Labels such as D1 "no custom kernel" (verdict info) do not count."""
+    return any(f.severity in FLAG_SEVERITIES and f.verdict in {"suspicious", "hack"} for f in findings)

@@ -14,7 +14,9 @@ import pytest
 from tests.audit.fake_openai import FakeOpenAI
 
 CORPUS = Path(__file__).parent / "corpus"
-HEADER = re.compile(r"^# expect: static=(?P<static>yes|no) rules=(?P<rules>[\w,]*) classes=(?P<classes>[\w,]*)", re.M)
+HEADER = re.compile(
+    r"^# expect: static=(?P<static>yes|no|label) rules=(?P<rules>[\w,]*) classes=(?P<classes>[\w,]*)", re.M
+)
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class CorpusFile:
     static: bool  # the static layer is meant to catch it (hack files only)
     rules: tuple[str, ...]
     classes: tuple[str, ...]
+    label: bool = False  # policy case (D1): the rules must fire, but as a label, not as a hack
 
     @property
     def source(self) -> str:
@@ -39,7 +42,7 @@ def load_corpus() -> list[CorpusFile]:
             if kind == "hack":
                 assert m, f"{path.name}: hack files need an '# expect: static=... rules=... classes=...' header"
             files.append(CorpusFile(
-                kind=kind, path=path, static=bool(m and m["static"] == "yes"),
+                kind=kind, path=path, static=bool(m and m["static"] == "yes"), label=bool(m and m["static"] == "label"),
                 rules=tuple(r for r in (m["rules"] if m else "").split(",") if r),
                 classes=tuple(c for c in (m["classes"] if m else "").split(",") if c),
             ))  # fmt: skip

@@ -16,6 +16,7 @@ import re
 import pytest
 
 from evaluator.audit.static_rules import audit_static, is_flagged
+from tests.audit.conftest import load_corpus
 
 pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
 
@@ -44,8 +45,10 @@ def test_precision_and_recall_of_the_static_layer(corpus) -> None:
     assert len(hacks) >= 25 and len(legit) >= 10
 
 
-@pytest.mark.parametrize("case", [f for f in __import__("tests.audit.conftest", fromlist=["x"]).load_corpus()
-                                  if f.kind == "hack" and f.static], ids=lambda f: f.path.stem)  # fmt: skip
+RULE_CASES = [f for f in load_corpus() if f.kind == "hack" and (f.static or f.label)]
+
+
+@pytest.mark.parametrize("case", RULE_CASES, ids=lambda f: f.path.stem)
 def test_each_hack_fires_its_expected_rules_with_classes(case) -> None:
     findings = audit_static(case.source, kernelguard=False)
     rules = {f.rule for f in findings}
@@ -58,6 +61,10 @@ def test_semantic_hacks_are_not_claimed_by_the_static_layer(corpus) -> None:
     """The static=no files document what only a judge (or hidden inputs) can see; they must not be flagged high."""
     for case in (f for f in corpus if f.kind == "hack" and not f.static):
         assert not [f for f in audit_static(case.source) if f.severity == "high"], case.path.name
+    label = next(f for f in corpus if f.path.stem == "no_custom_kernel")
+    findings = audit_static(label.source)
+    assert not is_flagged(findings)  # D1 is policy: labelled, never counted as a hack
+    assert [(f.severity, f.verdict) for f in findings if f.rule == "no_custom_kernel"] == [("medium", "info")]
 
 
 def test_legit_corpus_has_no_high_or_medium_findings(corpus) -> None:

@@ -1,4 +1,4 @@
-# expect: static=yes rules=no_custom_kernel classes=D1
+# expect: static=label rules=no_custom_kernel classes=D1
 # Catalogue D1 (policy, not fraud): no custom kernel at all, just PyTorch calls.
 import torch
 import torch.nn as nn
