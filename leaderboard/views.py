@@ -6,7 +6,6 @@ import gzip
 from functools import lru_cache
 
 import plotly
-from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -23,7 +22,7 @@ from leaderboard.selectors.ranking import (
     board_choices,
     board_version,
     cache_key,
-    cache_ttl,
+    cached,
     leaderboard_data,
     llm_level_rows,
     p_label,
@@ -35,7 +34,7 @@ from leaderboard.selectors.ranking import (
 COLUMNS = [
     ("name", "LLM / baseline", "", ""),
     ("correctness", "Correct %", "Problems with at least one correct sample / active problems attempted", ""),
-    ("speedup", "Correct Speedup", "Geomean over correct problems of TF32 baseline time / kernel time (best of k)", ""),
+    ("speedup", "Correct speedup", "Geomean over correct problems of TF32 baseline time / kernel time (best of k)", ""),
     *(
         (
             f"fast_{p_label(p)}",
@@ -113,9 +112,7 @@ def _charts(version: str, data: LeaderboardData, level: int | None, llm_ids: lis
         ),
     }
     return {
-        name: cache.get_or_set(
-            cache_key(version, "chart", data.hardware, data.problem_set, name, tag), build, cache_ttl()
-        )
+        name: cached(cache_key(version, "chart", data.hardware, data.problem_set, name, tag), build)
         for name, build in out.items()
     }
 

@@ -82,3 +82,10 @@ def python_html(source: str, anchor: str = "src") -> str:
 @register.filter
 def get_item(mapping: object, key: object) -> object:
     return mapping.get(key) if isinstance(mapping, dict) else None
+
+
+@register.filter
+def label(key: object) -> str:
+    """'baseline_peak_bytes' -> 'Baseline peak bytes'."""
+    text = str(key).replace("_", " ").strip()
+    return text[:1].upper() + text[1:]

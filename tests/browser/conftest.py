@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from django.core.cache import cache
 
+from leaderboard.selectors.ranking import leaderboard_cache_clear
+
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = Path(os.getenv("CHROMIUM_PATH", "/usr/bin/chromium"))
@@ -40,6 +42,7 @@ def browser():
 @pytest.fixture
 def page(browser, live_server):
     cache.clear()
+    leaderboard_cache_clear()
     context = browser.new_context(viewport={"width": 1440, "height": 1000}, base_url=live_server.url)
     page = context.new_page()
     errors: list[str] = []
@@ -48,6 +51,7 @@ def page(browser, live_server):
     yield page
     context.close()
     cache.clear()
+    leaderboard_cache_clear()
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import pytest
 from django.core.cache import cache
 
 from evaluator.models import AuditFlag
+from leaderboard.selectors.ranking import leaderboard_cache_clear
 from tests.factories import (
     AuditFlagFactory,
     DistributionResultFactory,
@@ -19,8 +20,10 @@ from tests.factories import (
 @pytest.fixture(autouse=True)
 def _clear_cache():
     cache.clear()
+    leaderboard_cache_clear()  # also this process's memo of computed boards
     yield
     cache.clear()
+    leaderboard_cache_clear()
 
 
 @pytest.fixture

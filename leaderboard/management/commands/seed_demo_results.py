@@ -134,7 +134,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--llms", type=int, default=10)
-        parser.add_argument("--problems", type=int, default=250, help="Active core problems to use (levels 1-3).")
+        parser.add_argument(
+            "--problems", type=int, default=250, help="Core problems to use (levels 1-3), the inactive ones included."
+        )
         parser.add_argument("--samples", type=int, default=5)
         parser.add_argument("--hardware", default="synthetic-h200")
         parser.add_argument("--seed", type=int, default=0)
@@ -178,19 +180,19 @@ class Command(BaseCommand):
     def _problems(self, count: int, jsonl: Path, rng: random.Random) -> list[Problem]:
         problem_set = settings.PROBLEM_SET_DEFAULT
         qs = Problem.objects.filter(problem_set=problem_set, core=True, is_latest=True, is_demo=False)
-        if qs.filter(active=True).count() < count:
+        if qs.count() < count:
             if not jsonl.exists():
                 raise CommandError(f"only {qs.count()} problems in the database and no JSONL at {jsonl}")
             report = problems_import_path(path=jsonl, problem_set=problem_set)
             self.stdout.write(f"Imported problems from {jsonl}: {report.summary()}")
-        active = list(qs.filter(active=True).order_by("level", "problem_id"))
-        if len(active) < count:
-            raise CommandError(f"only {len(active)} active core problems available")
-        chosen = (
-            active if count >= len(active) else sorted(rng.sample(active, count), key=lambda p: (p.level, p.problem_id))
-        )
-        # Inactive ones come along so the board's "excluded" note has something real to list.
-        return chosen + list(qs.filter(active=False))
+        everything = list(qs.order_by("level", "problem_id"))
+        if len(everything) < count:
+            raise CommandError(f"only {len(everything)} core problems available")
+        # The inactive ones always come along, so the board's "excluded" note lists something real.
+        inactive = [p for p in everything if not p.active]
+        active = [p for p in everything if p.active]
+        chosen = inactive + rng.sample(active, max(0, count - len(inactive)))
+        return sorted(chosen, key=lambda p: (p.level, p.problem_id))
 
     def _baselines(self, problems: list[Problem], hardware: str, rng: random.Random) -> list[ProblemProfile]:
         Baseline.objects.filter(problem__in=problems, hardware=hardware, torch_version=TORCH_VERSION).delete()
