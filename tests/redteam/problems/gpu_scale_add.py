@@ -1,0 +1,24 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """out = 2 * x + y: two eager kernels (a multiply, then an add) that a fused CUDA kernel does in one pass.
+    GPU red-team problem (16 Mi elements, memory-bound)."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x * 2.0 + y
+
+
+N = 1 << 22
+
+
+def get_inputs():
+    return [torch.rand(N), torch.rand(N)]
+
+
+def get_init_inputs():
+    return []
