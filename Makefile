@@ -3,7 +3,6 @@ SHELL := /bin/bash
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-export DJANGO_SETTINGS_MODULE := config.settings
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PG_URL ?= postgresql://postgres@127.0.0.1:5432/test
