@@ -1,0 +1,120 @@
+"""Command line: `python -m evaluator.harness PROBLEM.py KERNEL.py --device cpu|cuda [--json] [--quick] ...`.
+
+With --json the last line of stdout is the result record as one JSON object. The runner uses the second form,
+`python -m evaluator.harness --spec SPEC.json --channel-fd N`, and reads events from that fd (never from stdout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from evaluator.harness.hardening import make_undumpable
+from evaluator.harness.orchestrator import HarnessInfraError, evaluate
+from evaluator.harness.protocol import Spec, result_to_json
+
+
+def _summary(record: dict[str, Any]) -> str:
+    lines = [
+        f"status: {record['status']}   correct (verified): {record['correct']}   "
+        f"standard_correct: {record['standard_correct']}"
+    ]
+    for d in record["distributions"]:
+        state = "skipped: " + d["skip_reason"] if d["skipped"] else ("pass" if d["passed"] else "FAIL")
+        lines.append(f"  {d['name']}: {state}  trials={d['trials']}  max_abs={d['max_abs_error']}  {d['error']}")
+    if record["speedup"] is not None:
+        ci = record["speedup_ci"] or [None, None]
+        lines.append(
+            f"speedup vs TF32 baseline: {record['speedup']:.3f}x  (95% CI {ci[0]}..{ci[1]})  "
+            f"vs FP32: {record['speedup_fp32']:.3f}x  [{record['timing']['method']}]"
+        )
+    lines.append(
+        f"memory ratio: {record['memory_ratio']}   params randomised: {record['params_randomised']}   "
+        f"reference constant: {record['reference_constant']}"
+    )
+    for c in record["checks"]:
+        mark = {True: "ok  ", False: "FAIL", None: "--  "}[c["passed"]]
+        lines.append(f"  [{mark}] {c['name']}: {c['detail']}")
+    if record["error"]:
+        lines.append(f"error: {record['error']}")
+    return "\n".join(lines)
+
+
+def _channel_main(spec_path: str, fd: int) -> int:
+    make_undumpable()  # same-user processes cannot open our fds through /proc or ptrace us
+    channel = os.fdopen(fd, "w", buffering=1)
+
+    def emit(event: dict[str, Any]) -> None:
+        channel.write(json.dumps(event) + "\n")
+        channel.flush()
+
+    spec = Spec.from_json(Path(spec_path).read_text())
+    try:
+        record = evaluate(spec, emit)
+    except HarnessInfraError as exc:
+        emit({"event": "infra_error", "message": str(exc)[:2000]})
+        return 3
+    channel.write('{"event": "result", "record": ' + result_to_json(record) + "}\n")
+    channel.flush()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evaluator.harness", description=__doc__.splitlines()[0])
+    parser.add_argument("problem", nargs="?")
+    parser.add_argument("kernel", nargs="?")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--json", action="store_true", help="print the record as one JSON object on the last line")
+    parser.add_argument("--quick", action="store_true", help="small trial and call counts (tests, CPU demo)")
+    parser.add_argument("--compile-baseline", action="store_true", help="also time a torch.compile baseline")
+    parser.add_argument("--hardware", default="", help="hardware label stored with the result")
+    parser.add_argument("--compile-cache", default="", help="directory for the kernel build cache")
+    parser.add_argument("--work-root", default="", help="where private work directories are made")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=JSON", help="any harness option")
+    parser.add_argument("--spec", help=argparse.SUPPRESS)
+    parser.add_argument("--channel-fd", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.spec:
+        return _channel_main(args.spec, args.channel_fd)
+    if not (args.problem and args.kernel):
+        parser.error("PROBLEM.py and KERNEL.py are required")
+    options: dict[str, Any] = {
+        "quick": args.quick,
+        "compile_baseline": args.compile_baseline,
+        "hardware": args.hardware,
+    }
+    for item in args.option:
+        key, _, value = item.partition("=")
+        options[key] = json.loads(value)
+    work = Path(tempfile.mkdtemp(prefix="kbv-eval-", dir=args.work_root or None))
+    spec = Spec(
+        problem_path=str(Path(args.problem).resolve()),
+        kernel_path=str(Path(args.kernel).resolve()),
+        device=args.device,
+        timeout=args.timeout,
+        work_dir=str(work),
+        compile_cache_dir=args.compile_cache,
+        python=sys.executable,
+        options=options,
+    )
+    try:
+        record = evaluate(spec)
+    except HarnessInfraError as exc:
+        print(f"infrastructure error: {exc}", file=sys.stderr)
+        return 3
+    finally:
+        if not options.get("keep_workdir"):
+            shutil.rmtree(work, ignore_errors=True)
+    print(result_to_json(record) if args.json else _summary(record))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,314 @@
+"""The candidate worker: the only process that imports the kernel. It runs ModelNew on inputs a clean process
+generated, saves outputs for a clean process to compare, and times itself with clocks captured before the kernel
+was imported. Whatever it reports is evidence; verdicts are made in clean processes and by the orchestrator.
+
+Run as `python -m evaluator.harness.candidate_worker CMD_FD REPLY_FD LIMITS_JSON` by the orchestrator only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+if __name__ == "__main__":
+    from evaluator.harness.worker_base import apply_limits
+
+    apply_limits(json.loads(sys.argv[3]), dumpable=True)
+
+import builtins
+import importlib.util
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.testing
+import torch.utils.cpp_extension
+
+from evaluator.harness import timing as _timing_module
+from evaluator.harness import worker_base as _base_module
+from evaluator.harness.timing import time_calls
+from evaluator.harness.worker_base import L2Flusher, poison_allocator, serve, set_precision
+
+# --- references captured before any candidate code exists (A4 timer tampering, C1 checker patching) ------------
+_WATCHED = (
+    "time.perf_counter",
+    "time.perf_counter_ns",
+    "time.time",
+    "time.monotonic",
+    "torch.cuda.Event",
+    "torch.cuda.Event.record",
+    "torch.cuda.Event.elapsed_time",
+    "torch.cuda.synchronize",
+    "torch.cuda.max_memory_allocated",
+    "torch.cuda.reset_peak_memory_stats",
+    "torch.cuda.memory_allocated",
+    "torch.allclose",
+    "torch.equal",
+    "torch.isclose",
+    "torch.testing.assert_close",
+    "torch.save",
+    "torch.load",
+    "torch.Tensor",
+    "torch.Tensor.untyped_storage",
+    "torch.Tensor.clone",
+    "torch.manual_seed",
+    "builtins.type",
+    "builtins.isinstance",
+)
+_ROOTS = {"time": time, "torch": torch, "builtins": builtins}
+
+
+def _resolve(dotted: str) -> Any:
+    head, *rest = dotted.split(".")
+    obj: Any = _ROOTS[head]
+    for part in rest:
+        obj = getattr(obj, part)
+    return obj
+
+
+_CAPTURED = tuple((name, _resolve(name)) for name in _WATCHED)
+_HARNESS_FUNCS = tuple(
+    (f"{mod.__name__}.{name}", mod, name, value)
+    for mod in (_timing_module, _base_module)
+    for name, value in vars(mod).items()
+    if callable(value)
+)
+_clock_ns = time.perf_counter_ns
+_Event = torch.cuda.Event
+_sync = torch.cuda.synchronize
+_equal = torch.equal
+_save = torch.save
+_load = torch.load
+_Tensor = torch.Tensor
+_type = builtins.type
+_isinstance = builtins.isinstance
+_storage = torch.Tensor.untyped_storage
+_clone = torch.Tensor.clone
+_mem_alloc = torch.cuda.memory_allocated
+_mem_peak = torch.cuda.max_memory_allocated
+_mem_reset = torch.cuda.reset_peak_memory_stats
+_THREADS_AT_START = frozenset(t.ident for t in threading.enumerate())
+_NATIVE_AT_START = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None
+
+
+def _wrap_extension_loaders(suffix: str) -> None:
+    """Unique extension names per kernel, so parallel builds of different kernels never collide."""
+
+    def wrap(original: Any) -> Any:
+        def loader(*args: Any, **kwargs: Any) -> Any:
+            if "name" in kwargs:
+                kwargs["name"] = f"{kwargs['name']}_{suffix}"
+            elif args:
+                args = (f"{args[0]}_{suffix}", *args[1:])
+            return original(*args, **kwargs)
+
+        loader.__wrapped__ = original  # type: ignore[attr-defined]
+        return loader
+
+    for attr in ("load_inline", "load"):
+        setattr(torch.utils.cpp_extension, attr, wrap(getattr(torch.utils.cpp_extension, attr)))
+
+
+def _load_clean(path: str, device: str) -> Any:
+    return _load(path, map_location=device, weights_only=True)
+
+
+def _tensors(values: Any) -> list[torch.Tensor]:
+    return [v for v in values if _type(v) is _Tensor]
+
+
+def _overlaps(out: torch.Tensor, inputs: list[Any]) -> bool:
+    """True when the output's storage overlaps any input's storage (returning an input, a view or an alias)."""
+    o = _storage(out)
+    o_start, o_end = o.data_ptr(), o.data_ptr() + o.nbytes()
+    for tensor in _tensors(inputs):
+        s = _storage(tensor)
+        start, end = s.data_ptr(), s.data_ptr() + s.nbytes()
+        if tensor.device == out.device and start < o_end and o_start < end:
+            return True
+    return False
+
+
+class Candidate:
+    """State of the candidate side for one evaluation."""
+
+    def __init__(self) -> None:
+        self.model: Any = None
+        self.device = "cpu"
+        self.io_dir = Path(".")
+        self.sets: list[list[Any]] = []
+        self.flusher: L2Flusher | None = None
+
+    def load(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Import the kernel (this compiles load_inline / Triton code), then build ModelNew with seed 42."""
+        self.device = msg["device"]
+        self.io_dir = Path(msg["io_dir"])
+        ext_dir = Path(msg["extensions_dir"])
+        (ext_dir / "triton").mkdir(parents=True, exist_ok=True)
+        os.environ["TORCH_EXTENSIONS_DIR"] = str(ext_dir)
+        os.environ["TRITON_CACHE_DIR"] = str(ext_dir / "triton")
+        if self.device.startswith("cuda"):
+            torch.cuda.set_device(0)
+            torch.cuda.set_per_process_memory_fraction(float(msg["gpu_memory_fraction"]))
+        set_precision(True)  # the candidate runs under the verified baseline's flags
+        _wrap_extension_loaders(msg["suffix"])
+        init = _load_clean(msg["init_path"], "cpu")
+        start = _clock_ns()
+        try:
+            name = f"candidate_kernel_{msg['suffix']}"
+            spec = importlib.util.spec_from_file_location(name, msg["kernel_path"])
+            module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+            sys.modules[name] = module
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+        except BaseException as exc:  # noqa: BLE001 - SyntaxError, build failure, sys.exit: a compile error
+            return {"ok": False, "phase": "compile", "error": _base_module.short_exception(exc)}
+        compile_s = (_clock_ns() - start) / 1e9
+        model_cls = getattr(module, "ModelNew", None)
+        if model_cls is None:
+            return {
+                "ok": False,
+                "phase": "compile",
+                "error": "the kernel defines no ModelNew class",
+                "compile_s": compile_s,
+            }
+        if not (_isinstance(model_cls, type) and issubclass(model_cls, torch.nn.Module)):
+            return {"ok": False, "phase": "compile", "error": "ModelNew is not an nn.Module subclass"}
+        try:
+            torch.manual_seed(42)  # KernelBench convention: seed 42 before each construction
+            self.model = model_cls(*init).to(self.device)
+        except BaseException as exc:  # noqa: BLE001
+            return {
+                "ok": False,
+                "phase": "construct",
+                "error": _base_module.short_exception(exc),
+                "compile_s": compile_s,
+            }
+        state = [
+            [name, list(t.shape), str(t.dtype)]
+            for name, t in self.model.state_dict().items()
+            if _isinstance(t, torch.Tensor)
+        ]
+        return {"compile_s": compile_s, "state": state}
+
+    def load_params(self, msg: dict[str, Any]) -> dict[str, Any]:
+        values = _load_clean(msg["path"], self.device)
+        state = self.model.state_dict()
+        with torch.no_grad():
+            for name, value in values.items():
+                state[name].copy_(value)
+        return {"loaded": len(values)}
+
+    def run(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """One correctness call on a clone of the clean process's inputs; the output goes to a file."""
+        inputs = _load_clean(msg["inputs_path"], self.device)
+        pristine = [_clone(v) if _type(v) is _Tensor else v for v in inputs]
+        if msg.get("poison") is not None:
+            poison_allocator(self.device, float(msg["poison"]), int(msg.get("poison_bytes", 0)))
+        set_precision(True)
+        try:
+            with torch.no_grad():
+                out = self.model(*inputs)
+            if self.device.startswith("cuda"):
+                _sync()
+        except BaseException as exc:  # noqa: BLE001
+            return {"ok": False, "phase": "forward", "error": _base_module.short_exception(exc)}
+        reply: dict[str, Any] = {"plain": _type(out) is _Tensor, "out_type": _type(out).__name__}
+        reply["inputs_unchanged"] = all(
+            _equal(after, before) for after, before in zip(_tensors(inputs), _tensors(pristine), strict=True)
+        )
+        if reply["plain"]:
+            reply["alias"] = _overlaps(out, inputs)
+            nbytes = out.numel() * out.element_size()
+            if nbytes > int(msg["max_output_bytes"]):
+                return {**reply, "ok": False, "phase": "forward", "error": f"output of {nbytes} bytes is too large"}
+            _save(out.detach(), msg["out_path"])
+        return reply
+
+    def timing_setup(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.sets = [_load_clean(p, self.device) for p in msg["paths"]]
+        self.flusher = L2Flusher(self.device)
+        self._block(int(msg["warmup"]), 0, None)
+        return {}
+
+    def _block(self, n: int, offset: int, keep: dict[int, Any] | None) -> tuple[list[float], list[float]]:
+        cuda = self.device.startswith("cuda")
+        set_precision(True)
+        with torch.no_grad():
+            return time_calls(
+                self.model,
+                self.sets,
+                n,
+                offset,
+                cuda=cuda,
+                flush=self.flusher,  # type: ignore[arg-type]
+                clock_ns=_clock_ns,
+                event_cls=_Event if cuda else None,
+                synchronize=_sync if cuda else None,
+                keep=keep,
+            )
+
+    def time_block(self, msg: dict[str, Any]) -> dict[str, Any]:
+        keep: dict[int, Any] | None = {} if msg.get("keep") else None
+        times, walls = self._block(int(msg["n"]), int(msg["offset"]), keep)
+        saved = {}
+        for index, out in (keep or {}).items():
+            if _type(out) is _Tensor:
+                path = str(self.io_dir / f"timed_{msg['offset']}_{index}.pt")
+                _save(out.detach(), path)
+                saved[str(index)] = path
+            else:
+                saved[str(index)] = None
+        return {"times": times, "walls": walls, "saved": saved}
+
+    def memory(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if not self.device.startswith("cuda"):
+            return {"peak": None}
+        set_precision(True)
+        with torch.no_grad():
+            _sync()
+            base = _mem_alloc()
+            _mem_reset()
+            out = self.model(*self.sets[0])
+            _sync()
+            peak = _mem_peak() - base
+            del out
+        return {"peak": int(peak)}
+
+    def integrity(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Which watched functions were replaced, and which Python threads the kernel left running."""
+        tampered = []
+        for name, original in _CAPTURED:
+            try:
+                current = _resolve(name)
+            except AttributeError:
+                current = None
+            if current is not original:
+                tampered.append(name)
+        for label, module, name, original in _HARNESS_FUNCS:
+            if vars(module).get(name) is not original:
+                tampered.append(label)
+        threads = [t.name for t in threading.enumerate() if t.ident not in _THREADS_AT_START and t.is_alive()]
+        native = len(os.listdir("/proc/self/task")) if _NATIVE_AT_START is not None else None
+        return {"tampered": tampered, "threads": threads, "native_threads": native, "native_at_start": _NATIVE_AT_START}
+
+
+def main() -> None:
+    state = Candidate()
+    serve(
+        {
+            "load": state.load,
+            "load_params": state.load_params,
+            "run": state.run,
+            "timing_setup": state.timing_setup,
+            "time_block": state.time_block,
+            "memory": state.memory,
+            "integrity": state.integrity,
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()

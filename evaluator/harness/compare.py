@@ -1,0 +1,64 @@
+"""Output comparison, run only in clean processes: |out - ref| <= atol + rtol * |ref|, strict about NaN/Inf."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+def compare_outputs(out: Any, ref: torch.Tensor, tol: float) -> dict[str, Any]:
+    """Compare a candidate output with the reference; `out` was loaded with weights_only=True.
+
+    NaN/Inf in the output pass only where the reference holds the same value at the same place.
+    """
+    result: dict[str, Any] = {"passed": False, "max_abs_error": None, "max_rel_error": None, "reason": ""}
+    if type(out) is not torch.Tensor:
+        result["reason"] = f"output is {type(out).__name__}, not a plain torch.Tensor"
+        result["plain"] = False
+        return result
+    result["plain"] = True
+    if tuple(out.shape) != tuple(ref.shape) or out.dtype != ref.dtype:
+        result["shape_dtype"] = False
+        result["reason"] = (
+            f"output {tuple(out.shape)} {str(out.dtype).replace('torch.', '')} != "
+            f"reference {tuple(ref.shape)} {str(ref.dtype).replace('torch.', '')}"
+        )
+        return result
+    result["shape_dtype"] = True
+    out = out.to(ref.device)
+    if not (ref.is_floating_point() or ref.is_complex()):
+        equal = bool(torch.equal(out, ref))
+        result.update(passed=equal, max_abs_error=0.0 if equal else None, max_rel_error=0.0 if equal else None)
+        if not equal:
+            diff = (out.double() - ref.double()).abs().max().item() if out.numel() else 0.0
+            result.update(max_abs_error=diff, reason=f"integer output differs (max abs {diff:.3g})")
+        return result
+    if out.numel() == 0:
+        result.update(passed=True, max_abs_error=0.0, max_rel_error=0.0)
+        return result
+    work = torch.float64 if ref.dtype == torch.float64 else torch.float32
+    o, r = out.to(work), ref.to(work)
+    finite = torch.isfinite(o) & torch.isfinite(r)
+    same_special = (o == r) | (torch.isnan(o) & torch.isnan(r))
+    bad_special = int((~finite & ~same_special).sum().item())
+    diff = torch.where(finite, (o - r).abs(), torch.zeros((), dtype=work, device=o.device))
+    bound = tol + tol * r.abs()
+    over = int(((diff > bound) & finite).sum().item())
+    max_abs = float(diff.max().item())
+    nonzero = finite & (r != 0)
+    rel = torch.where(
+        nonzero, diff / r.abs().clamp_min(torch.finfo(work).tiny), torch.zeros((), dtype=work, device=o.device)
+    )
+    max_rel = float(rel.max().item())
+    del o, r, diff, bound, rel, finite, same_special, nonzero
+    result.update(max_abs_error=max_abs, max_rel_error=max_rel, passed=(bad_special == 0 and over == 0))
+    if bad_special:
+        result["reason"] = f"{bad_special} NaN/Inf values where the reference has none"
+    elif over:
+        result["reason"] = f"{over} of {out.numel()} elements beyond tolerance (max abs error {max_abs:.3g})"
+    return result
+
+
+def nonfinite(ref: torch.Tensor) -> bool:
+    return bool(ref.is_floating_point() and not torch.isfinite(ref).all().item())

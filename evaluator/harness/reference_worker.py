@@ -1,0 +1,267 @@
+"""The clean worker: builds the reference Model, generates inputs from secret seeds, computes reference outputs in
+full fp32, compares candidate outputs, and times the baselines. It never imports candidate code.
+
+Run as `python -m evaluator.harness.reference_worker CMD_FD REPLY_FD LIMITS_JSON` by the orchestrator only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+if __name__ == "__main__":
+    from evaluator.harness.worker_base import apply_limits
+
+    apply_limits(json.loads(sys.argv[3]), dumpable=False)
+
+import torch
+
+from evaluator.harness.compare import compare_outputs, nonfinite
+from evaluator.harness.timing import time_calls
+from evaluator.harness.worker_base import (
+    L2Flusher,
+    clone_all,
+    device_info,
+    load_trusted,
+    precision_flags,
+    serve,
+    set_precision,
+    short_exception,
+    sync,
+    tensor_bytes,
+    to_device,
+)
+
+
+class Reference:
+    """State of the clean side for one evaluation."""
+
+    def __init__(self) -> None:
+        self.ns: dict[str, Any] = {}
+        self.model: torch.nn.Module | None = None
+        self.device = "cpu"
+        self.refs: dict[str, torch.Tensor] = {}
+        self.first_ref: torch.Tensor | None = None
+        self.constant = True
+        self.ref_count = 0
+        self.sets: list[list[Any]] = []
+        self.recheck_refs: dict[int, torch.Tensor] = {}
+        self.compiled: Any = None
+        self.flusher: L2Flusher | None = None
+
+    # --- setup and correctness -------------------------------------------------------------------------------
+
+    def setup(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.device = msg["device"]
+        if self.device.startswith("cuda"):
+            torch.cuda.set_device(0)
+            torch.cuda.set_per_process_memory_fraction(float(msg["gpu_memory_fraction"]))
+        source = Path(msg["problem_path"]).read_text()
+        self.ns = {"__name__": "kernelbench_problem"}
+        exec(compile(source, "problem.py", "exec"), self.ns)  # noqa: S102 - the problem file is trusted
+        for name in ("Model", "get_inputs", "get_init_inputs"):
+            if name not in self.ns:
+                raise ValueError(f"problem file defines no {name}")
+        init = list(self.ns["get_init_inputs"]())
+        torch.save(init, msg["init_path"])
+        self.model = self._build(init)
+        set_precision(False)
+        return {"info": device_info(self.device), "flags": precision_flags()}
+
+    def _build(self, init: list[Any]) -> torch.nn.Module:
+        torch.manual_seed(42)  # KernelBench convention: seed 42 before each construction
+        return self.ns["Model"](*init).to(self.device)
+
+    def _inputs(self, seed: int, scale: float) -> list[Any]:
+        """Inputs from get_inputs() under a secret seed, generated on the device, float tensors scaled."""
+        with torch.device(self.device):
+            torch.manual_seed(seed)
+            raw = list(self.ns["get_inputs"]())
+        inputs = []
+        for value in to_device(raw, self.device):
+            if isinstance(value, torch.Tensor) and value.is_floating_point() and scale != 1.0:
+                value = value * scale
+            inputs.append(value)
+        return inputs
+
+    def _forward(self, inputs: list[Any]) -> torch.Tensor:
+        set_precision(False)  # the reference for correctness is full fp32
+        assert self.model is not None
+        with torch.no_grad():
+            out = self.model(*clone_all(inputs))
+        sync(self.device)
+        if type(out) is not torch.Tensor:
+            raise TypeError(f"reference returned {type(out).__name__}, not a tensor")
+        return out.detach()
+
+    def make_trial(self, msg: dict[str, Any]) -> dict[str, Any]:
+        inputs = self._inputs(int(msg["seed"]), float(msg["scale"]))
+        try:
+            ref = self._forward(inputs)
+        except Exception as exc:  # noqa: BLE001 - the distribution is skipped, with the reason
+            return {"skipped": f"reference raised: {short_exception(exc, 400)}"}
+        if nonfinite(ref):
+            return {"skipped": "reference output has NaN/Inf"}
+        torch.save(inputs, msg["inputs_path"])
+        self.refs[msg["key"]] = ref
+        if msg.get("track_constant", True):
+            if self.first_ref is None:
+                self.first_ref = ref.clone()
+            elif not torch.equal(ref, self.first_ref):
+                self.constant = False
+            self.ref_count += 1
+        return {"skipped": None, "output_bytes": tensor_bytes(ref), "input_bytes": tensor_bytes(inputs)}
+
+    def compare(self, msg: dict[str, Any]) -> dict[str, Any]:
+        ref = self.refs[msg["key"]] if msg.get("keep") else self.refs.pop(msg["key"])
+        return self._compare_file(msg["out_path"], ref, float(msg["tol"]))
+
+    def _compare_file(self, path: str, ref: torch.Tensor, tol: float) -> dict[str, Any]:
+        try:
+            out = load_trusted(path, self.device)
+        except Exception as exc:  # noqa: BLE001 - a subclass or code in the pickle: not a plain tensor
+            return {"passed": False, "plain": False, "reason": f"output file is not a plain tensor: {exc}"[:300]}
+        finally:
+            Path(path).unlink(missing_ok=True)
+        return compare_outputs(out, ref, tol)
+
+    def compare_pair(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Determinism: two candidate outputs of the same inputs, computed after different allocator poisons."""
+        try:
+            first = load_trusted(msg["path_a"], self.device)
+        except Exception as exc:  # noqa: BLE001
+            return {"passed": False, "reason": f"output file is not a plain tensor: {exc}"[:300]}
+        if type(first) is not torch.Tensor:
+            return {"passed": False, "reason": "output is not a plain tensor"}
+        return self._compare_file(msg["path_b"], first, float(msg["tol"]))
+
+    def constant_state(self, msg: dict[str, Any]) -> dict[str, Any]:
+        return {"constant": self.constant if self.ref_count >= 2 else None, "count": self.ref_count}
+
+    def randomise(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Give matching float parameters and buffers new random values (secret seed); save them for the candidate."""
+        assert self.model is not None
+        wanted = {name: (tuple(shape), dtype) for name, shape, dtype in msg["entries"]}
+        state = self.model.state_dict()
+        floats = {n: t for n, t in state.items() if isinstance(t, torch.Tensor) and t.is_floating_point()}
+        matched = [n for n, t in floats.items() if wanted.get(n) == (tuple(t.shape), str(t.dtype))]
+        missing = [n for n in floats if n not in matched]
+        generator = torch.Generator().manual_seed(int(msg["seed"]))
+        new_values = {name: _random_like(floats[name], generator) for name in matched}
+        with torch.no_grad():
+            for name, value in new_values.items():
+                floats[name].copy_(value.to(floats[name].device))
+        torch.save(new_values, msg["out_path"])
+        return {"matched": matched, "missing": missing, "total": len(floats)}
+
+    # --- timing ----------------------------------------------------------------------------------------------
+
+    def timing_setup(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.sets = []
+        self.recheck_refs = {}
+        for index, (seed, path) in enumerate(zip(msg["seeds"], msg["paths"], strict=True)):
+            inputs = self._inputs(int(seed), 1.0)
+            self.recheck_refs[index] = self._forward(inputs)
+            torch.save(inputs, path)
+            self.sets.append(inputs)
+        self.flusher = L2Flusher(self.device)
+        reply: dict[str, Any] = {"flush": self.flusher.detail, "compile_error": None}
+        for tf32 in (True, False):
+            self._run_block(self.model, tf32, int(msg["warmup"]), 0)
+        if msg.get("compile"):
+            try:
+                set_precision(True)
+                self.compiled = torch.compile(self.model)
+                self._run_block(self.compiled, True, max(int(msg["warmup"]), 3), 0)
+            except Exception as exc:  # noqa: BLE001 - the compile baseline is optional
+                self.compiled = None
+                reply["compile_error"] = short_exception(exc, 500)
+        return reply
+
+    def _run_block(self, fn: Any, tf32: bool, n: int, offset: int) -> tuple[list[float], list[float]]:
+        set_precision(tf32)
+        assert self.flusher is not None
+        cuda = self.device.startswith("cuda")
+        with torch.no_grad():
+            return time_calls(
+                fn,
+                self.sets,
+                n,
+                offset,
+                cuda=cuda,
+                flush=self.flusher,
+                clock_ns=__import__("time").perf_counter_ns,
+                event_cls=torch.cuda.Event if cuda else None,
+                synchronize=torch.cuda.synchronize if cuda else None,
+            )
+
+    def time_block(self, msg: dict[str, Any]) -> dict[str, Any]:
+        mode = msg["mode"]
+        fn = self.compiled if mode == "compile" else self.model
+        times, walls = self._run_block(fn, mode != "fp32", int(msg["n"]), int(msg["offset"]))
+        return {"times": times, "walls": walls}
+
+    def memory(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Peak bytes allocated during one forward (TF32 flags), counted from what inputs and weights already hold."""
+        if not self.device.startswith("cuda"):
+            return {"peak": None}
+        set_precision(True)
+        with torch.no_grad():
+            torch.cuda.synchronize()
+            base = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+            out = self.model(*self.sets[0])  # type: ignore[misc]
+            torch.cuda.synchronize()
+            peak = torch.cuda.max_memory_allocated() - base
+            del out
+        return {"peak": int(peak)}
+
+    def recheck(self, msg: dict[str, Any]) -> dict[str, Any]:
+        results = {}
+        for index, path in msg["paths"].items():
+            results[index] = self._compare_file(path, self.recheck_refs[int(index)], float(msg["tol"]))
+        return {"results": results}
+
+
+def _random_like(tensor: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """A random tensor on the scale of `tensor`: norm-layer ones stay positive, zeros get a spread, others resampled.
+
+    Keeps running variances positive and magnitudes plausible, so the problem stays well-conditioned.
+    """
+    t = tensor.detach().float().cpu()
+    if t.numel() == 0:
+        return tensor.detach().cpu().clone()
+    shape = tuple(t.shape)
+    if bool((t == 0).all()):
+        new = torch.randn(shape, generator=generator) * 0.5
+    elif bool((t >= 0).all()):
+        scale = float(t.abs().mean())
+        new = scale * (0.5 + torch.rand(shape, generator=generator))
+    else:
+        std = float(t.std()) if t.numel() > 1 else float(t.abs().mean())
+        new = float(t.mean()) + std * torch.randn(shape, generator=generator)
+    return new.to(tensor.dtype)
+
+
+def main() -> None:
+    state = Reference()
+    serve(
+        {
+            "setup": state.setup,
+            "make_trial": state.make_trial,
+            "compare": state.compare,
+            "compare_pair": state.compare_pair,
+            "constant": state.constant_state,
+            "randomise": state.randomise,
+            "timing_setup": state.timing_setup,
+            "time_block": state.time_block,
+            "memory": state.memory,
+            "recheck": state.recheck,
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""Spawning and talking to worker processes: scrubbed environment, own session, limits, pipes, watchdog.
+
+stdlib only. The orchestrator owns both ends of each worker's pipes; a worker's stdout and stderr go to a log file
+that is only ever shown cut to its head and tail (never parsed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+# Variables a worker may inherit: tool locations and GPU selection only, never credentials or Django settings.
+ENV_PASSTHROUGH = (
+    "PATH",
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "TORCH_CUDA_ARCH_LIST",
+    "MAX_JOBS",
+    "NCCL_NVLS_ENABLE",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "NVSHMEM_DISABLE_NVLS",
+    "LANG",
+)
+
+
+class WorkerError(Exception):
+    """A worker stopped answering: it died, ran out of time or out of memory."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind  # "died", "timeout", "memory", "protocol"
+
+
+def build_env(*, private_dir: Path, extensions_dir: Path | None = None, extra: dict[str, str] | None = None) -> dict:
+    """A worker environment built from scratch (an allowlist), with a private HOME and build dirs."""
+    env = {key: os.environ[key] for key in ENV_PASSTHROUGH if key in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update(
+        HOME=str(private_dir),
+        TMPDIR=str(private_dir / "tmp"),
+        PYTHONPATH=str(REPO_ROOT),
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONUNBUFFERED="1",
+        PYTHONNOUSERSITE="1",
+    )
+    build = extensions_dir or (private_dir / "torch_extensions")
+    env["TORCH_EXTENSIONS_DIR"] = str(build)
+    env["TRITON_CACHE_DIR"] = str(build / "triton")
+    env.update(extra or {})
+    return env
+
+
+def process_group_rss(pgid: int) -> int:
+    """Resident bytes of every process in a process group (cgroup-free memory watchdog)."""
+    total = 0
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read()
+            fields = stat[stat.rindex(b")") + 2 :].split()
+            if int(fields[2]) != pgid:  # fields: state, ppid, pgrp, ...
+                continue
+            with open(f"/proc/{entry.name}/statm", "rb") as fh:
+                total += int(fh.read().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+class Worker:
+    """One long-lived worker process (`role` is "reference" or "candidate"), driven by JSON lines over two pipes."""
+
+    def __init__(
+        self,
+        *,
+        role: str,
+        private_dir: Path,
+        env: dict[str, str],
+        limits: dict[str, Any],
+        python: str | None = None,
+        memory_limit_bytes: int = 0,
+    ) -> None:
+        self.role = role
+        self.private_dir = private_dir
+        self.env = env
+        self.limits = limits
+        self.python = python or sys.executable
+        self.memory_limit_bytes = memory_limit_bytes
+        self.proc: subprocess.Popen | None = None
+        self.log_path = private_dir / f"{role}.log"
+        self._buffer = b""
+        self._killed_for: str | None = None
+        self._stop = threading.Event()
+        self.peak_rss = 0
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def start(self) -> None:
+        """Spawn the worker in a new session (its pgid is its pid) with only its own two pipe ends."""
+        (self.private_dir / "tmp").mkdir(parents=True, exist_ok=True)
+        cmd_r, self._cmd_w = os.pipe()
+        self._rep_r, rep_w = os.pipe()
+        args = [
+            self.python,
+            "-m",
+            f"evaluator.harness.{self.role}_worker",
+            str(cmd_r),
+            str(rep_w),
+            json.dumps(self.limits),
+        ]
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                args,
+                cwd=self.private_dir,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                pass_fds=(cmd_r, rep_w),
+                start_new_session=True,
+            )
+        os.close(cmd_r)
+        os.close(rep_w)
+        if self.memory_limit_bytes:
+            threading.Thread(target=self._watch_memory, name=f"rss-{self.role}", daemon=True).start()
+
+    def _watch_memory(self) -> None:
+        assert self.proc is not None
+        while not self._stop.wait(0.05) and self.proc.poll() is None:
+            rss = process_group_rss(self.proc.pid)
+            self.peak_rss = max(self.peak_rss, rss)
+            if rss > self.memory_limit_bytes:
+                self._killed_for = f"host memory limit exceeded ({rss >> 20} MiB > {self.memory_limit_bytes >> 20} MiB)"
+                kill_group(self.proc.pid)
+                return
+
+    def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send one command and wait for its reply; raise WorkerError on death, timeout or memory kill."""
+        assert self.proc is not None
+        try:
+            os.write(self._cmd_w, (json.dumps(message) + "\n").encode())
+        except (BrokenPipeError, OSError):
+            self._raise_dead()
+        deadline = time.monotonic() + max(timeout, 0.0)
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise WorkerError("timeout", f"{self.role} worker timed out after {timeout:.0f} s")
+            ready, _, _ = select.select([self._rep_r], [], [], min(left, 0.5))
+            if not ready:
+                if self.proc.poll() is not None:
+                    self._raise_dead()
+                continue
+            chunk = os.read(self._rep_r, 1 << 16)
+            if not chunk:
+                self._raise_dead()
+            self._buffer += chunk
+            if len(self._buffer) > MAX_MESSAGE_BYTES:
+                self.kill()
+                raise WorkerError("protocol", f"{self.role} worker sent an oversized message")
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        try:
+            reply = json.loads(line)
+        except ValueError as exc:
+            self.kill()
+            raise WorkerError("protocol", f"{self.role} worker sent a malformed message") from exc
+        if not isinstance(reply, dict):
+            self.kill()
+            raise WorkerError("protocol", f"{self.role} worker sent a non-object message")
+        return reply
+
+    def _raise_dead(self) -> None:
+        assert self.proc is not None
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        kill_group(self.proc.pid)
+        if self._killed_for:
+            raise WorkerError("memory", self._killed_for)
+        if code is not None and code < 0:
+            how = f"was killed by signal {signal.Signals(-code).name}"
+        else:
+            how = f"exited with code {code}"
+        raise WorkerError("died", f"{self.role} process {how} without answering")
+
+    def log_tail(self, limit: int = 1500) -> str:
+        try:
+            data = self.log_path.read_bytes()
+        except OSError:
+            return ""
+        text = data.decode("utf-8", "replace").strip()
+        return text if len(text) <= limit else text[: limit // 3] + "\n[...]\n" + text[-(2 * limit) // 3 :]
+
+    def kill(self) -> None:
+        """SIGKILL the worker's whole process group (it is its own session leader) and reap it."""
+        self._stop.set()
+        if self.proc is None:
+            return
+        kill_group(self.proc.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+        for fd in (getattr(self, "_cmd_w", None), getattr(self, "_rep_r", None)):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._cmd_w = self._rep_r = None  # type: ignore[assignment]
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Ask politely, then kill the group anyway (grandchildren must never outlive an evaluation)."""
+        if self.proc is not None and self.proc.poll() is None and self._cmd_w is not None:
+            try:
+                os.write(self._cmd_w, b'{"cmd": "exit"}\n')
+                self.proc.wait(timeout=timeout)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()

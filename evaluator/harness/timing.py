@@ -1,0 +1,97 @@
+"""Timing loops and statistics. The candidate worker passes clock functions it captured before candidate code was
+imported, so a patched `time.perf_counter` or `torch.cuda.Event` cannot reach these loops."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+def time_calls(
+    fn: Callable[..., Any],
+    input_sets: Sequence[Sequence[Any]],
+    n: int,
+    offset: int,
+    *,
+    cuda: bool,
+    flush: Callable[[], None],
+    clock_ns: Callable[[], int],
+    event_cls: Any = None,
+    synchronize: Callable[[], None] | None = None,
+    keep: dict[int, Any] | None = None,
+) -> tuple[list[float], list[float]]:
+    """Time `n` calls rotating through `input_sets`. Returns per-call times (ms: CUDA events, or the CPU clock) and
+    per-call device-synchronised wall times (ms). With `keep`, the last output per input set is kept for re-checks."""
+    times: list[float] = []
+    walls: list[float] = []
+    for i in range(n):
+        index = (offset + i) % len(input_sets)
+        args = input_sets[index]
+        if cuda:
+            assert synchronize is not None and event_cls is not None
+            flush()
+            synchronize()
+            start, end = event_cls(enable_timing=True), event_cls(enable_timing=True)
+            t0 = clock_ns()
+            start.record()
+            out = fn(*args)
+            end.record()
+            synchronize()  # device-wide: work on side streams or left in flight lands in the wall time
+            t1 = clock_ns()
+            times.append(start.elapsed_time(end))
+        else:
+            flush()
+            t0 = clock_ns()
+            out = fn(*args)
+            t1 = clock_ns()
+            times.append((t1 - t0) / 1e6)
+        walls.append((t1 - t0) / 1e6)
+        if keep is not None:
+            keep[index] = out
+        del out
+    return times, walls
+
+
+def summarise(times: Sequence[float]) -> dict[str, Any]:
+    """median, IQR, mean, call count and relative standard error of the mean."""
+    n = len(times)
+    if n == 0:
+        return {"median_ms": None, "iqr_ms": None, "mean_ms": None, "calls": 0, "rse": None}
+    mean = statistics.fmean(times)
+    if n >= 2:
+        q = statistics.quantiles(times, n=4, method="inclusive")
+        iqr = q[2] - q[0]
+        rse = statistics.stdev(times) / math.sqrt(n) / mean if mean > 0 else None
+    else:
+        iqr, rse = 0.0, None
+    return {"median_ms": statistics.median(times), "iqr_ms": iqr, "mean_ms": mean, "calls": n, "rse": rse}
+
+
+def rse(times: Sequence[float]) -> float:
+    if len(times) < 2:
+        return math.inf
+    mean = statistics.fmean(times)
+    return statistics.stdev(times) / math.sqrt(len(times)) / mean if mean > 0 else math.inf
+
+
+def bootstrap_ratio_ci(
+    baseline: Sequence[float], candidate: Sequence[float], *, resamples: int = 2000, seed: int = 0
+) -> list[float] | None:
+    """95 % percentile-bootstrap interval of median(baseline) / median(candidate), resampling each side."""
+    if len(baseline) < 2 or len(candidate) < 2:
+        return None
+    rng = random.Random(seed)
+    ratios = []
+    nb, nc = len(baseline), len(candidate)
+    for _ in range(resamples):
+        b = statistics.median(rng.choices(baseline, k=nb))
+        c = statistics.median(rng.choices(candidate, k=nc))
+        if c > 0:
+            ratios.append(b / c)
+    if not ratios:
+        return None
+    ratios.sort()
+    return [ratios[int(0.025 * (len(ratios) - 1))], ratios[int(0.975 * (len(ratios) - 1))]]

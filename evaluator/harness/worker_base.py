@@ -1,0 +1,229 @@
+"""What both worker processes share: self-imposed limits, the command loop, and torch helpers.
+
+Imports only the stdlib and torch. Nothing here ever imports candidate code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import resource
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+
+
+def _prctl(option: int, value: int) -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+
+
+def apply_limits(limits: dict[str, Any], *, dumpable: bool) -> None:
+    """Limit this process before any untrusted code runs; soft and hard limits alike (cannot be raised back).
+
+    RLIMIT_AS is deliberately not used: CUDA reserves huge virtual ranges. RLIMIT_DATA is used only on CPU;
+    on CUDA the orchestrator's RSS watchdog enforces host memory instead.
+    """
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # if the orchestrator dies, so do we
+    if os.getppid() == 1:
+        os._exit(70)
+    if not dumpable:
+        _prctl(PR_SET_DUMPABLE, 0)  # clean workers: same-user processes cannot ptrace us or open our /proc fds
+    pairs = {
+        "data_bytes": resource.RLIMIT_DATA,
+        "fsize_bytes": resource.RLIMIT_FSIZE,
+        "nproc": resource.RLIMIT_NPROC,
+        "cpu_seconds": resource.RLIMIT_CPU,
+    }
+    for key, which in pairs.items():
+        value = limits.get(key)
+        if value:
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(which, (int(value), int(value)))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def short_exception(exc: BaseException, limit: int = 1500) -> str:
+    """The exception's last frames and message, cut to head and tail."""
+    message = f"{type(exc).__name__}: {exc}".strip()
+    if len(message) > limit // 2:
+        message = message[: limit // 4] + " [...] " + message[-limit // 4 :]
+    frames = "".join(traceback.format_tb(exc.__traceback__, limit=-3)).strip()
+    if len(frames) > limit // 2:
+        frames = "[...]" + frames[-limit // 2 :]
+    return f"{message}\n{frames}" if frames else message
+
+
+def serve(handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]]) -> None:
+    """Read JSON-line commands from fd argv[1], answer on fd argv[2], until "exit"."""
+    cmd_fd, rep_fd = int(sys.argv[1]), int(sys.argv[2])
+    reader = os.fdopen(cmd_fd, "rb", buffering=0)
+    buffer = b""
+    while True:
+        while b"\n" not in buffer:
+            chunk = reader.read(1 << 16)
+            if not chunk:
+                os._exit(0)
+            buffer += chunk
+        line, buffer = buffer.split(b"\n", 1)
+        message = json.loads(line)
+        cmd = message.get("cmd")
+        if cmd == "exit":
+            os._exit(0)
+        try:
+            reply = handlers[cmd](message)
+            reply.setdefault("ok", True)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes an answer, never a dead worker
+            reply = {"ok": False, "error": short_exception(exc), "exc_type": type(exc).__name__}
+        data = (json.dumps(reply, default=str) + "\n").encode()
+        while data:
+            written = os.write(rep_fd, data)
+            data = data[written:]
+
+
+# --- torch helpers ------------------------------------------------------------------------------------------------
+
+
+def set_precision(tf32: bool) -> None:
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+
+
+def precision_flags() -> dict[str, bool]:
+    return {
+        "cuda.matmul.allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+        "cudnn.allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+    }
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def device_info(device: str) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": sys.version.split()[0],
+        "device": device,
+        "device_name": "cpu",
+        "arch": "cpu",
+        "cpu_threads": torch.get_num_threads(),
+    }
+    if device.startswith("cuda"):
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        info.update(
+            device_name=props.name,
+            arch=f"sm_{props.major}{props.minor}",
+            l2_cache_bytes=int(getattr(props, "L2_cache_size", 0)),
+            total_memory_bytes=int(props.total_memory),
+            cudnn=torch.backends.cudnn.version(),
+            driver=_driver_version(),
+        )
+    return info
+
+
+def _driver_version() -> str | None:
+    try:
+        return str(torch.cuda.driver_version()) if hasattr(torch.cuda, "driver_version") else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def to_device(value: Any, device: str) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, list | tuple):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def clone_all(values: list[Any]) -> list[Any]:
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def load_trusted(path: str, device: str) -> Any:
+    """Load a file written by a harness process. weights_only: plain tensors and containers, no code."""
+    return torch.load(path, map_location=device, weights_only=True)
+
+
+class L2Flusher:
+    """Evicts the GPU's L2 before a timed call: resets persisting L2 lines, then writes >= 2x L2 (>= 256 MiB)."""
+
+    def __init__(self, device: str) -> None:
+        self.enabled = device.startswith("cuda")
+        self.buffer: torch.Tensor | None = None
+        self.reset_fn: Any = None
+        self.detail = "no flush (CPU)"
+        if not self.enabled:
+            return
+        l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0))
+        nbytes = max(2 * l2, 256 << 20)
+        self.buffer = torch.empty(nbytes, dtype=torch.int8, device=device)
+        self.reset_fn = _cudart_function("cudaCtxResetPersistingL2Cache")
+        limit_fn = _cudart_function("cudaDeviceSetLimit")
+        if limit_fn is not None:
+            limit_fn(ctypes.c_int(0x06), ctypes.c_size_t(0))  # cudaLimitPersistingL2CacheSize = 0
+        reset = "persisting-L2 reset each call" if self.reset_fn else "persisting-L2 reset unavailable"
+        self.detail = f"write {nbytes >> 20} MiB (L2 {l2 >> 20} MiB) before each timed call; {reset}"
+
+    def __call__(self) -> None:
+        if not self.enabled:
+            return
+        if self.reset_fn is not None:
+            self.reset_fn()
+        assert self.buffer is not None
+        self.buffer.fill_(1)
+
+
+def _cudart_function(name: str) -> Any:
+    """Find a CUDA runtime function in the libcudart torch already loaded (read from /proc/self/maps)."""
+    try:
+        with open("/proc/self/maps") as fh:
+            paths = {line.split()[-1] for line in fh if "libcudart" in line}
+        for path in sorted(paths):
+            return getattr(ctypes.CDLL(path), name)
+    except (OSError, AttributeError):
+        return None
+    return None
+
+
+def poison_allocator(device: str, value: float, nbytes: int) -> None:
+    """Fill about `nbytes` of soon-to-be-reused memory with `value`, then free it (B1/B2 stale-memory reuse).
+
+    On CUDA the caching allocator hands these blocks to the next allocations. On CPU (malloc) this is best effort.
+    """
+    if nbytes <= 0:
+        return
+    if device.startswith("cuda"):
+        free, _ = torch.cuda.mem_get_info()
+        nbytes = int(min(nbytes, free * 0.5))
+        chunks = [torch.full((max(nbytes // 4, 1),), value, dtype=torch.float32, device=device)]
+    else:
+        size = 1 << 18  # 1 MiB chunks stay below glibc's mmap threshold once it has grown; best effort
+        chunks = [torch.full((size // 4,), value, dtype=torch.float32) for _ in range(min(nbytes // size + 1, 256))]
+    sync(device)
+    del chunks
+
+
+def tensor_bytes(value: Any) -> int:
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, list | tuple):
+        return sum(tensor_bytes(v) for v in value)
+    return 0
+
+
+def now_ns() -> int:
+    return time.perf_counter_ns()

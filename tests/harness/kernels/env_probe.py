@@ -1,0 +1,15 @@
+# Writes what the candidate process can see to OUT_FILE, then behaves.
+import json
+import os
+
+import torch
+import torch.nn as nn
+
+OUT_FILE = "__OUT_FILE__"
+with open(OUT_FILE, "w") as fh:
+    json.dump({"env": dict(os.environ), "cwd": os.getcwd()}, fh)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
