@@ -6,6 +6,8 @@ from typing import Any
 
 import torch
 
+CHUNK = 1 << 27  # elements per comparison chunk (512 MiB of float32)
+
 
 def compare_outputs(out: Any, ref: torch.Tensor, tol: float) -> dict[str, Any]:
     """Compare a candidate output with the reference; `out` was loaded with weights_only=True.
@@ -38,20 +40,23 @@ def compare_outputs(out: Any, ref: torch.Tensor, tol: float) -> dict[str, Any]:
         result.update(passed=True, max_abs_error=0.0, max_rel_error=0.0)
         return result
     work = torch.float64 if ref.dtype == torch.float64 else torch.float32
-    o, r = out.to(work), ref.to(work)
-    finite = torch.isfinite(o) & torch.isfinite(r)
-    same_special = (o == r) | (torch.isnan(o) & torch.isnan(r))
-    bad_special = int((~finite & ~same_special).sum().item())
-    diff = torch.where(finite, (o - r).abs(), torch.zeros((), dtype=work, device=o.device))
-    bound = tol + tol * r.abs()
-    over = int(((diff > bound) & finite).sum().item())
-    max_abs = float(diff.max().item())
-    nonzero = finite & (r != 0)
-    rel = torch.where(
-        nonzero, diff / r.abs().clamp_min(torch.finfo(work).tiny), torch.zeros((), dtype=work, device=o.device)
-    )
-    max_rel = float(rel.max().item())
-    del o, r, diff, bound, rel, finite, same_special, nonzero
+    bad_special = over = 0
+    max_abs = max_rel = 0.0
+    flat_o, flat_r = out.reshape(-1), ref.reshape(-1)
+    for start in range(0, flat_r.numel(), CHUNK):  # chunks bound the temporaries for multi-GB outputs
+        o = flat_o[start : start + CHUNK].to(work)
+        r = flat_r[start : start + CHUNK].to(work)
+        finite = torch.isfinite(o) & torch.isfinite(r)
+        same_special = (o == r) | (torch.isnan(o) & torch.isnan(r))
+        bad_special += int((~finite & ~same_special).sum().item())
+        zero = torch.zeros((), dtype=work, device=o.device)
+        diff = torch.where(finite, (o - r).abs(), zero)
+        over += int(((diff > tol + tol * r.abs()) & finite).sum().item())
+        max_abs = max(max_abs, float(diff.max().item()))
+        nonzero = finite & (r != 0)
+        rel = torch.where(nonzero, diff / r.abs().clamp_min(torch.finfo(work).tiny), zero)
+        max_rel = max(max_rel, float(rel.max().item()))
+        del o, r, diff, rel, finite, same_special, nonzero
     result.update(max_abs_error=max_abs, max_rel_error=max_rel, passed=(bad_special == 0 and over == 0))
     if bad_special:
         result["reason"] = f"{bad_special} NaN/Inf values where the reference has none"

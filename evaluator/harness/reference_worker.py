@@ -138,6 +138,7 @@ class Reference:
         return self._compare_file(msg["path_b"], first, float(msg["tol"]))
 
     def constant_state(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.first_ref = None  # not needed after correctness; frees device memory before timing
         return {"constant": self.constant if self.ref_count >= 2 else None, "count": self.ref_count}
 
     def randomise(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -148,7 +149,7 @@ class Reference:
         floats = {n: t for n, t in state.items() if isinstance(t, torch.Tensor) and t.is_floating_point()}
         matched = [n for n, t in floats.items() if wanted.get(n) == (tuple(t.shape), str(t.dtype))]
         missing = [n for n in floats if n not in matched]
-        generator = torch.Generator().manual_seed(int(msg["seed"]))
+        generator = torch.Generator(device=self.device).manual_seed(int(msg["seed"]))  # generated on the device
         new_values = {name: _random_like(floats[name], generator) for name in matched}
         with torch.no_grad():
             for name, value in new_values.items():
@@ -230,18 +231,17 @@ def _random_like(tensor: torch.Tensor, generator: torch.Generator) -> torch.Tens
 
     Keeps running variances positive and magnitudes plausible, so the problem stays well-conditioned.
     """
-    t = tensor.detach().float().cpu()
+    t = tensor.detach().float()
     if t.numel() == 0:
-        return tensor.detach().cpu().clone()
-    shape = tuple(t.shape)
+        return tensor.detach().clone()
+    shape, device = tuple(t.shape), t.device
     if bool((t == 0).all()):
-        new = torch.randn(shape, generator=generator) * 0.5
+        new = torch.randn(shape, generator=generator, device=device) * 0.5
     elif bool((t >= 0).all()):
-        scale = float(t.abs().mean())
-        new = scale * (0.5 + torch.rand(shape, generator=generator))
+        new = float(t.abs().mean()) * (0.5 + torch.rand(shape, generator=generator, device=device))
     else:
         std = float(t.std()) if t.numel() > 1 else float(t.abs().mean())
-        new = float(t.mean()) + std * torch.randn(shape, generator=generator)
+        new = float(t.mean()) + std * torch.randn(shape, generator=generator, device=device)
     return new.to(tensor.dtype)
 
 

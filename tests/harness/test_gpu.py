@@ -1,0 +1,63 @@
+"""The CUDA path: events, L2 flush, peak memory, wall-clock cross-check, load_inline + compile cache.
+
+Skipped without CUDA. Imports no Django, so it also runs on the GPU machine:
+`python3 -m pytest tests/harness/test_gpu.py`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from evaluator.harness.protocol import get_check, validate_result  # noqa: E402
+from evaluator.runner import run_evaluation  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+BENCH = HERE.parents[1] / "benchmarks"
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
+
+
+def _run(tmp_path: Path, problem: str, kernel: str, **options) -> dict:
+    record = run_evaluation(
+        problem_source=(HERE / "problems" / problem).read_text(),
+        kernel_source=Path(kernel).read_text() if "/" in kernel else (HERE / "kernels" / kernel).read_text(),
+        device="cuda",
+        timeout=600,
+        work_root=tmp_path / "work",
+        compile_cache_dir=tmp_path / "cache",
+        options={"quick": True, **options},
+    )
+    validate_result(record)
+    return record
+
+
+def test_cuda_timing_memory_and_checks(tmp_path):
+    record = _run(tmp_path, "relu_large.py", "relu_correct.py")
+    assert record["status"] == "ok" and record["correct"] is True, record["error"]
+    timing = record["timing"]
+    assert timing["method"] == "cuda_event" and timing["device_kind"] == "cuda"
+    assert "MiB" in timing["l2_flush"]
+    assert record["memory"]["baseline_peak_bytes"] > 0 and record["memory"]["candidate_peak_bytes"] > 0
+    assert record["memory_ratio"] > 0
+    assert get_check(record, "wallclock_crosscheck")["passed"] is True
+    assert record["environment"]["device_name"] and record["environment"]["arch"].startswith("sm_")
+
+
+def test_side_stream_work_fails_the_wallclock_crosscheck(tmp_path):
+    record = _run(tmp_path, "relu_large.py", "side_stream.py")
+    assert record["correct"] is True  # outputs are saved after a device-wide sync
+    assert get_check(record, "wallclock_crosscheck")["passed"] is False
+
+
+@pytest.mark.slow  # one nvcc build (~1 min)
+def test_load_inline_cuda_kernel_and_compile_cache(tmp_path):
+    kernel = str(BENCH / "kernels" / "L1_19_relu_cuda.py")
+    first = _run(tmp_path, "relu_large.py", kernel)
+    second = _run(tmp_path, "relu_large.py", kernel)
+    assert first["correct"] is True and second["correct"] is True, first["error"]
+    assert [first["environment"]["compile_cache"], second["environment"]["compile_cache"]] == ["miss", "hit"]
+    assert second["phases"]["compile_import"] < first["phases"]["compile_import"] / 3
