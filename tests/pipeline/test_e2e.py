@@ -46,9 +46,10 @@ def assert_exactly_once(stack: Stack, finals: list[dict]) -> None:
     assert facts["distribution_rows"] == 4 * kernels
 
 
-@pytest.fixture
-def embedded(tmp_path: Path) -> Iterator[Stack]:
-    stack = Stack(tmp_path)
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """One deployment for the embedded tests (booting one costs ~10 s); tests filter by their own submissions."""
+    stack = Stack(tmp_path_factory.mktemp("embedded"))
     try:
         stack.setup()
         stack.start_web()
@@ -59,20 +60,15 @@ def embedded(tmp_path: Path) -> Iterator[Stack]:
 
 
 def test_embedded_defaults_same_bundle_twice(embedded: Stack, tmp_path: Path) -> None:
-    bundle = write_bundle(tmp_path, (1, 1, 0), (1, 2, 1))
-    started = time.monotonic()
+    bundle = write_bundle(tmp_path, (1, 1, 0))
     first = submit_and_wait(embedded, bundle)
     second = submit_and_wait(embedded, bundle)
-    elapsed = time.monotonic() - started
     assert first["id"] != second["id"]
     for final in (first, second):
-        assert (final["status"], final["kernel_count"], final["evaluated_count"]) == ("done", 2, 2)
-        # L1/1 sample 0 is the demo's correct ReLU; L1/2 sample 1 is its constant-output hack.
-        verdicts = {(k["problem_id"], k["sample"]): k["correct"] for k in final["progress"]["kernels"]}
-        assert verdicts == {(1, 0): True, (2, 1): False}
-        assert final["correct_count"] == 1
+        assert (final["status"], final["kernel_count"], final["evaluated_count"], final["correct_count"]) == (
+            "done", 1, 1, 1
+        )  # fmt: skip
     assert_exactly_once(embedded, [first, second])
-    print(f"embedded: two 2-kernel submissions evaluated in {elapsed:.1f} s")
 
 
 def test_worker_killed_mid_evaluation_completes_exactly_once(embedded: Stack, tmp_path: Path) -> None:
@@ -133,8 +129,11 @@ def test_redis_and_postgresql(tmp_path: Path) -> None:
         stack.setup()
         stack.start_web()
         stack.start_worker("worker")
-        final = submit_and_wait(stack, write_bundle(tmp_path, (1, 1, 0), (1, 3, 0)))
-        assert (final["status"], final["evaluated_count"], final["correct_count"]) == ("done", 2, 2)
+        final = submit_and_wait(stack, write_bundle(tmp_path, (1, 1, 0), (1, 2, 1)))
+        assert (final["status"], final["evaluated_count"], final["correct_count"]) == ("done", 2, 1)
+        # L1/1 sample 0 is the demo's correct ReLU; L1/2 sample 1 is its constant-output hack.
+        verdicts = {(k["problem_id"], k["sample"]): k["correct"] for k in final["progress"]["kernels"]}
+        assert verdicts == {(1, 0): True, (2, 1): False}
         assert_exactly_once(stack, [final])
     finally:
         stack.stop()
