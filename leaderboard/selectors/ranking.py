@@ -21,7 +21,7 @@ from django.db import connection
 from django.db.models import BooleanField, Case, Exists, OuterRef, Value, When
 
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
-from leaderboard.models import Problem
+from leaderboard.models import Problem, Submission
 from leaderboard.selectors.eligibility import confirmed_hack_exists, eligibility_q
 
 LEVELS = (1, 2, 3)
@@ -217,15 +217,19 @@ def leaderboard_cache_clear() -> None:
 
 
 def _fingerprint() -> str:
-    """A cheap digest of everything the board reads (one query), so a board cached in one process goes stale
-    as soon as another process (a Celery worker, the admin) finishes an evaluation, reviews a flag, deactivates
-    a problem or stores a baseline, even without a shared cache and without calling leaderboard_cache_clear()."""
-    ev, flag, problem, base = (m._meta.db_table for m in (Evaluation, AuditFlag, Problem, Baseline))
-    # One scan per table (the evaluation table is the big one): counts and latest timestamps.
+    """A cheap digest of what the board reads (one query, no scan of the big evaluation table), so a board cached
+    in one process goes stale as soon as another process (a Celery worker, the admin) changes the results, even
+    without a shared cache and without calling leaderboard_cache_clear().
+
+    New or re-run evaluations raise MAX(evaluation.id) (primary-key index); finishing one moves its submission's
+    evaluated/correct counters (evaluator.services); reviews, deactivations and new baselines show in their small
+    tables. An in-place edit that bypasses the services is picked up by leaderboard_cache_clear() or the cache TTL.
+    """
+    ev, sub, flag, problem, base = (m._meta.db_table for m in (Evaluation, Submission, AuditFlag, Problem, Baseline))
     sql = (
-        "SELECT e.n, e.finished, e.queued, e.current, f.n, f.reviewed, f.confirmed, p.active, b.n, b.measured FROM"
-        f" (SELECT COUNT(*) n, MAX(finished_at) finished, MAX(queued_at) queued,"
-        f"  SUM(CASE WHEN is_current THEN 1 ELSE 0 END) current FROM {ev}) e,"
+        "SELECT e.last, s.n, s.evaluated, s.correct, f.n, f.reviewed, f.confirmed, p.active, b.n, b.measured FROM"
+        f" (SELECT MAX(id) last FROM {ev}) e,"
+        f" (SELECT COUNT(*) n, SUM(evaluated_count) evaluated, SUM(correct_count) correct FROM {sub}) s,"
         f" (SELECT COUNT(*) n, MAX(reviewed_at) reviewed,"
         f"  SUM(CASE WHEN review_state = %s THEN 1 ELSE 0 END) confirmed FROM {flag}) f,"
         f" (SELECT COUNT(*) active FROM {problem} WHERE active) p,"

@@ -145,3 +145,33 @@ def test_cache_follows_new_results_and_explicit_clear(add_sample, level1):
     leaderboard_cache_clear()
     data = leaderboard_data(hardware="h200", problem_set="kernelbench-main")
     assert set(data.llms.values()) == {"A", "B"}
+
+
+def test_board_follows_the_real_finish_service_and_flag_reviews(add_sample, level1, client):
+    """Writes made the way workers make them (evaluation_finish, a review update) show on the next request,
+    without anyone clearing the cache: the fingerprint moves."""
+    from django.utils import timezone
+
+    from evaluator.services.evaluations import evaluation_finish
+
+    running = add_sample("worker-llm", level1[0], status="running", correct=None, speedup=None, attempts=1)
+    Submission = type(running.kernel.submission)
+    Submission.objects.filter(pk=running.kernel.submission_id).update(kernel_count=1, evaluated_count=0)
+    assert client.get("/api/leaderboard/", {"hardware": "h200"}).json()["rows"] == []  # cached: nothing finished
+    record = {
+        "status": "ok",
+        "correct": True,
+        "standard_correct": True,
+        "speedup": 2.0,
+        "speedup_fp32": 2.5,
+        "memory_ratio": 1.5,
+        "distributions": [],
+        "timing": {},
+    }
+    assert evaluation_finish(evaluation=running, record=record)
+    rows = client.get("/api/leaderboard/", {"hardware": "h200"}).json()["rows"]
+    assert [(r["name"], r["correct"], r["speedup"]) for r in rows] == [("worker-llm", 1, 2.0)]
+    flag = AuditFlagFactory(kernel=running.kernel, review_state=AuditFlag.Review.SUSPECTED)
+    assert client.get("/api/leaderboard/", {"hardware": "h200"}).json()["rows"][0]["correct"] == 1
+    AuditFlag.objects.filter(pk=flag.pk).update(review_state=AuditFlag.Review.CONFIRMED, reviewed_at=timezone.now())
+    assert client.get("/api/leaderboard/", {"hardware": "h200"}).json()["rows"][0]["correct"] == 0
