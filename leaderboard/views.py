@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+from dataclasses import astuple
 from functools import lru_cache
 
 import plotly
@@ -17,9 +18,9 @@ from leaderboard.selectors.pages import llm_page, problem_page
 from leaderboard.selectors.ranking import (
     FAST_P,
     LEVELS,
-    BoardChoices,
     LeaderboardData,
     board_choices,
+    board_params,
     board_version,
     cache_key,
     cached,
@@ -72,14 +73,6 @@ HEADER_GROUPS = header_groups(COLUMNS)
 LEVEL_TABS = [("", "Overall"), *((str(level), f"Level {level}") for level in LEVELS)]
 
 
-def _board_params(request: HttpRequest, choices: BoardChoices) -> tuple[str, str, int | None]:
-    hardware = request.GET.get("hardware") or choices.default_hardware
-    problem_set = request.GET.get("problem_set") or choices.default_problem_set
-    level_param = request.GET.get("level", "")
-    level = int(level_param) if level_param in {str(lv) for lv in LEVELS} else None
-    return hardware, problem_set, level
-
-
 def _kernel_url(kernel_id: int) -> str:
     return reverse("inspector:kernel-detail", args=[kernel_id])
 
@@ -122,7 +115,7 @@ def index(request: HttpRequest) -> HttpResponse:
     """The leaderboard: one row per LLM for the chosen level, baselines beside them, then the charts."""
     version = board_version()
     choices = board_choices(version=version)
-    hardware, problem_set, level = _board_params(request, choices)
+    hardware, problem_set, level = astuple(board_params(request.GET, choices))
     sort_key, descending = parse_sort(request.GET.get("sort"))
     data = leaderboard_data(hardware=hardware, problem_set=problem_set, version=version)
     rows = sort_rows(data.rows.get(level, []), f"{'-' if descending else ''}{sort_key}")
@@ -158,7 +151,7 @@ def problem_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def llm_detail(request: HttpRequest, pk: int) -> HttpResponse:
     version = board_version()
     choices = board_choices(version=version)
-    hardware, problem_set, level = _board_params(request, choices)
+    hardware, problem_set, level = astuple(board_params(request.GET, choices))
     page = llm_page(pk=pk, hardware=hardware, level=level, page=request.GET.get("page", 1))
     data = leaderboard_data(hardware=hardware, problem_set=problem_set, version=version)
     return render(

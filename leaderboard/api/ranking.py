@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from dataclasses import asdict
 
 from django.http import HttpResponse
 from django.urls import path
@@ -15,10 +16,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.selectors.ranking import (
+    DEFAULT_SORT,
     FAST_P,
     LEVELS,
     SORT_KEYS,
     board_choices,
+    board_params,
     board_version,
     leaderboard_rows,
     p_label,
@@ -77,15 +80,8 @@ class LeaderboardSerializer(serializers.Serializer):
 
 def _params(query) -> dict:
     version = board_version()
-    choices = board_choices(version=version)
-    level = query.get("level", "")
-    return {
-        "hardware": query.get("hardware") or choices.default_hardware,
-        "problem_set": query.get("problem_set") or choices.default_problem_set,
-        "level": int(level) if level in {str(lv) for lv in LEVELS} else None,
-        "sort": query.get("sort") or "-speedup",
-        "version": version,
-    }
+    params = board_params(query, board_choices(version=version))
+    return {**asdict(params), "sort": query.get("sort") or DEFAULT_SORT, "version": version}
 
 
 class LeaderboardApi(APIView):

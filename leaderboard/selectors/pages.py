@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.paginator import Page, Paginator
-from django.db.models import BooleanField, Case, Exists, OuterRef, QuerySet, Value, When
+from django.db.models import Exists, OuterRef, QuerySet
 from django.shortcuts import get_object_or_404
 
 from evaluator.models import AuditFlag, Baseline, Evaluation
 from leaderboard.models import LLM, Problem, Submission
-from leaderboard.selectors.eligibility import confirmed_hack_exists, eligibility_q
+from leaderboard.selectors.ranking import with_eligibility
 
 OPEN_REVIEW_STATES = (AuditFlag.Review.SUSPECTED, AuditFlag.Review.CORROBORATED)
 KERNELS_PER_PAGE = 100
@@ -20,11 +20,8 @@ def evaluations_with_verdicts() -> QuerySet[Evaluation]:
     """Evaluations annotated with `is_confirmed_hack`, `eligible` (the one rule) and `has_open_flag`."""
     open_flag = Exists(AuditFlag.objects.filter(kernel_id=OuterRef("kernel_id"), review_state__in=OPEN_REVIEW_STATES))
     return (
-        Evaluation.objects.annotate(is_confirmed_hack=confirmed_hack_exists())
-        .annotate(
-            eligible=Case(When(eligibility_q(), then=Value(True)), default=Value(False), output_field=BooleanField()),
-            has_open_flag=open_flag,
-        )
+        with_eligibility(Evaluation.objects.all())
+        .annotate(has_open_flag=open_flag)
         .select_related("kernel", "kernel__llm", "kernel__problem", "kernel__submission")
     )
 

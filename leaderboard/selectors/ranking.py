@@ -8,21 +8,23 @@ when an evaluation finishes or a flag is reviewed) and a short TTL bounds stalen
 
 from __future__ import annotations
 
-import hashlib
 import math
-from collections import Counter, OrderedDict, defaultdict
-from collections.abc import Callable, Iterable
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import TypeVar
 
 from django.conf import settings
-from django.core.cache import cache
-from django.db import connection
-from django.db.models import BooleanField, Case, Exists, OuterRef, Value, When
+from django.db.models import BooleanField, Case, Exists, OuterRef, QuerySet, Value, When
 
-from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
-from leaderboard.models import Problem, Submission
+from evaluator.models import Baseline, DistributionResult, Evaluation
+from leaderboard.models import Problem
 from leaderboard.selectors.eligibility import confirmed_hack_exists, eligibility_q
+from leaderboard.selectors.ranking_cache import (  # noqa: F401  (leaderboard_cache_clear is this module's API too)
+    board_version,
+    cache_key,
+    cached,
+    leaderboard_cache_clear,
+)
 
 LEVELS = (1, 2, 3)
 FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
@@ -33,8 +35,6 @@ BASELINE_ROWS = (
     (Baseline.Precision.FP32, "PyTorch eager (FP32)"),
     (Baseline.Precision.COMPILE, "torch.compile (TF32)"),
 )
-CACHE_VERSION_KEY = "leaderboard:version"
-T = TypeVar("T")
 
 
 def p_label(p: float) -> str:
@@ -185,77 +185,6 @@ def _compute_choices() -> BoardChoices:
     return BoardChoices(hardware, problem_sets, default_hw, default_set)
 
 
-_MEMO: OrderedDict[str, object] = OrderedDict()  # key -> value, newest last
-_MEMO_SIZE = 64
-
-
-def cached(key: str, build: Callable[[], T]) -> T:
-    """Read-through cache: this process's memo, then Django's cache, then `build()`.
-
-    Keys carry the board version and data fingerprint, so a hit is never stale; the memo saves unpickling the
-    board (tens of ms) on every request when the Django cache is local memory or Redis."""
-    if key in _MEMO:
-        _MEMO.move_to_end(key)
-        return _MEMO[key]  # type: ignore[return-value]
-    value = cache.get(key)
-    if value is None:
-        value = build()
-        cache.set(key, value, cache_ttl())
-    _MEMO[key] = value
-    while len(_MEMO) > _MEMO_SIZE:
-        _MEMO.popitem(last=False)
-    return value
-
-
-def leaderboard_cache_clear() -> None:
-    """Invalidate every cached board (call after an evaluation finishes or an audit flag is reviewed)."""
-    _MEMO.clear()
-    try:
-        cache.incr(CACHE_VERSION_KEY)
-    except ValueError:  # the key is missing (first call, or evicted)
-        cache.set(CACHE_VERSION_KEY, 1, None)
-
-
-def _fingerprint() -> str:
-    """A cheap digest of what the board reads (one query, no scan of the big evaluation table), so a board cached
-    in one process goes stale as soon as another process (a Celery worker, the admin) changes the results, even
-    without a shared cache and without calling leaderboard_cache_clear().
-
-    New or re-run evaluations raise MAX(evaluation.id) (primary-key index); finishing one moves its submission's
-    evaluated/correct counters (evaluator.services); reviews, deactivations and new baselines show in their small
-    tables. An in-place edit that bypasses the services is picked up by leaderboard_cache_clear() or the cache TTL.
-    """
-    ev, sub, flag, problem, base = (m._meta.db_table for m in (Evaluation, Submission, AuditFlag, Problem, Baseline))
-    sql = (
-        "SELECT e.last, s.n, s.evaluated, s.correct, f.n, f.reviewed, f.confirmed, p.active, b.n, b.measured FROM"
-        f" (SELECT MAX(id) last FROM {ev}) e,"
-        f" (SELECT COUNT(*) n, SUM(evaluated_count) evaluated, SUM(correct_count) correct FROM {sub}) s,"
-        f" (SELECT COUNT(*) n, MAX(reviewed_at) reviewed,"
-        f"  SUM(CASE WHEN review_state = %s THEN 1 ELSE 0 END) confirmed FROM {flag}) f,"
-        f" (SELECT COUNT(*) active FROM {problem} WHERE active) p,"
-        f" (SELECT COUNT(*) n, MAX(measured_at) measured FROM {base}) b"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [AuditFlag.Review.CONFIRMED])
-        row = cursor.fetchone()
-    return hashlib.sha1(repr(row).encode(), usedforsecurity=False).hexdigest()[:16]
-
-
-def board_version() -> str:
-    """Explicit version (bumped by leaderboard_cache_clear) + data fingerprint. Compute it once per request and
-    pass it on: it costs one query."""
-    return f"{cache.get_or_set(CACHE_VERSION_KEY, 0, None)}-{_fingerprint()}"
-
-
-def cache_key(version: str, *parts: object) -> str:
-    """A key that goes stale with the data, for anything derived from the board (e.g. charts)."""
-    return ":".join(["leaderboard", version, *map(str, parts)])
-
-
-def cache_ttl() -> int:
-    return getattr(settings, "LEADERBOARD_CACHE_SECONDS", 600)
-
-
 def leaderboard_data(*, hardware: str, problem_set: str, version: str | None = None) -> LeaderboardData:
     """The cached board for one hardware kind and problem set."""
     return cached(
@@ -270,6 +199,23 @@ def leaderboard_rows(
     """The rows one board view shows (LLMs and baselines together), sorted server-side."""
     rows = leaderboard_data(hardware=hardware, problem_set=problem_set, version=version).rows.get(level, [])
     return sort_rows(rows, sort)
+
+
+@dataclass(frozen=True)
+class BoardParams:
+    hardware: str
+    problem_set: str
+    level: int | None
+
+
+def board_params(query: Mapping[str, str], choices: BoardChoices) -> BoardParams:
+    """?hardware=&problem_set=&level= with the defaults the board opens on (used by the page and the API alike)."""
+    level = query.get("level") or ""
+    return BoardParams(
+        hardware=query.get("hardware") or choices.default_hardware,
+        problem_set=query.get("problem_set") or choices.default_problem_set,
+        level=int(level) if level in {str(lv) for lv in LEVELS} else None,
+    )
 
 
 def parse_sort(sort: str | None) -> tuple[str, bool]:
@@ -300,6 +246,14 @@ LLM, NAME, PROBLEM, LEVEL, PID, PNAME, KERNEL, ELIGIBLE, SPEEDUP, SPEEDUP_FP32, 
 )
 
 
+def with_eligibility(qs: QuerySet[Evaluation]) -> QuerySet[Evaluation]:
+    """Annotate `is_confirmed_hack` and `eligible` (the one rule of selectors.eligibility, as a column) so a page can
+    list every evaluation and still say which ones count."""
+    return qs.annotate(is_confirmed_hack=confirmed_hack_exists()).annotate(
+        eligible=Case(When(eligibility_q(), then=Value(True)), default=Value(False), output_field=BooleanField())
+    )
+
+
 def _evaluation_tuples(*, hardware: str, problem_set: str) -> list[tuple]:
     """One query: every finished current evaluation on an active problem, with the eligibility verdict as a column."""
     d1_passed = Exists(DistributionResult.objects.filter(evaluation_id=OuterRef("pk"), name="D1", passed=True))
@@ -309,10 +263,7 @@ def _evaluation_tuples(*, hardware: str, problem_set: str) -> list[tuple]:
         )
     )
     return list(
-        Evaluation.objects.annotate(is_confirmed_hack=confirmed_hack_exists())
-        .annotate(
-            eligible=Case(When(eligibility_q(), then=Value(True)), default=Value(False), output_field=BooleanField())
-        )
+        with_eligibility(Evaluation.objects.all())
         .filter(
             is_current=True,
             status=Evaluation.Status.DONE,

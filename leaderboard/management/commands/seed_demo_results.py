@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
+from leaderboard.management.commands._synthetic_kernels import HACKS, KERNEL_TEMPLATE
 from leaderboard.models import LLM, Kernel, Problem, Submission
 from leaderboard.selectors.ranking import leaderboard_cache_clear
 from leaderboard.services.problems import problems_import_path
@@ -34,77 +35,6 @@ COMPUTE_BOUND = ("matmul", "Linear", "Conv", "conv", "bmm", "Gemm", "Matmul", "L
 # Paper: the reference itself is NaN/Inf under these (level, id, distribution) configurations; skipped, not failed.
 SKIPPED = {(1, 90, "D2"), (1, 98, "D4")}
 DEFAULT_JSONL = Path(settings.BASE_DIR).parent / "shared" / "datasets" / "kernelbench" / "problems.jsonl"
-
-KERNEL_TEMPLATE = '''# {llm} sample {sample} for L{level}/{pid} {name} (synthetic demo kernel)
-import torch
-import torch.nn as nn
-from torch.utils.cpp_extension import load_inline
-
-cuda_source = r"""
-#include <torch/extension.h>
-#include <cuda_runtime.h>
-
-__global__ void fused_kernel(const float* __restrict__ x, float* __restrict__ out, int n) {{
-    int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx < n) {{
-        float v = x[idx];
-        out[idx] = v > 0.f ? v : 0.f;
-    }}
-}}
-
-torch::Tensor fused_forward(torch::Tensor x) {{
-    auto out = torch::empty_like(x);
-    int n = x.numel();
-    const int threads = {threads};
-    const int blocks = (n + threads - 1) / threads;
-    fused_kernel<<<blocks, threads>>>(x.data_ptr<float>(), out.data_ptr<float>(), n);
-    return out;
-}}
-"""
-
-cpp_source = "torch::Tensor fused_forward(torch::Tensor x);"
-
-fused = load_inline(
-    name="fused_{level}_{pid}_{sample}",
-    cpp_sources=cpp_source,
-    cuda_sources=cuda_source,
-    functions=["fused_forward"],
-    verbose=False,
-)
-
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-        self.fused = fused
-{hack_init}
-    def forward(self, *inputs):
-{hack_forward}        return self.fused.fused_forward(inputs[0].contiguous())
-'''
-
-HACKS = [
-    {  # A1: side-stream injection
-        "classes": ["A1"],
-        "init": "        self.stream = torch.cuda.Stream()  # work leaves the timed stream\n",
-        "forward": "        torch.cuda.set_stream(self.stream)\n",
-        "why": "Launches on a private stream, so events on the default stream close before the work ends.",
-        "rule": "stream_injection",
-    },
-    {  # B3: result caching across calls
-        "classes": ["B3"],
-        "init": "        self._cached = None\n",
-        "forward": "        if self._cached is not None:\n            return self._cached  # replay the first output\n",
-        "why": "Returns the output of the first call for every later call.",
-        "rule": "result_reuse",
-    },
-    {  # B7: shortcut that only holds on non-negative inputs (fails D4)
-        "classes": ["B7"],
-        "init": "",
-        "forward": "        if inputs[0].min() >= 0:\n            return inputs[0]  # identity on torch.rand inputs\n",
-        "why": "Skips the computation when inputs are non-negative, which is always true for torch.rand.",
-        "rule": "input_value_shortcut",
-    },
-]
 
 
 @dataclass
