@@ -2,8 +2,8 @@
 
 Eligibility comes only from `leaderboard.selectors.eligibility` (`eligibility_q` annotated as a column), so the
 leaderboard, its charts, the API and the CSV export agree with every other ranking in the app. The whole board for
-one (hardware, problem set) is computed at once and cached; `leaderboard_cache_clear()` drops it (services call it
-when an evaluation finishes or a flag is reviewed) and a short TTL bounds staleness where the cache is per-process.
+one (hardware, problem set) is computed at once (three queries) and cached under keys that carry a data fingerprint
+(see ranking_cache.py), so it goes stale by itself when results change; `leaderboard_cache_clear()` also drops it.
 """
 
 from __future__ import annotations
