@@ -134,11 +134,14 @@ if CELERY_BROKER_URL == "filesystem://":
     # so web and worker processes point both at one folder; the folders must exist before either starts.
     CELERY_QUEUE_DIR = Path(os.getenv("CELERY_QUEUE_DIR", VAR_DIR / "celery"))
     (CELERY_QUEUE_DIR / "processed").mkdir(parents=True, exist_ok=True)
+    (CELERY_QUEUE_DIR / "control").mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_QUEUE_DIR),
         "data_folder_out": str(CELERY_QUEUE_DIR),
         "processed_folder": str(CELERY_QUEUE_DIR / "processed"),
         "store_processed": False,
+        # Exchange bindings (kombu's default is ./control, relative to whatever directory a process started in).
+        "control_folder": str(CELERY_QUEUE_DIR / "control"),
     }
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", "False")
 CELERY_TASK_IGNORE_RESULT = True  # the Evaluation row is the truth; no result backend
