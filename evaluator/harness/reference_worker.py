@@ -219,6 +219,14 @@ class Reference:
             del out
         return {"peak": int(peak)}
 
+    def fresh_sets(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Input sets the candidate has never seen (the fresh-input timing probe), with their references."""
+        for offset, (seed, path) in enumerate(zip(msg["seeds"], msg["paths"], strict=True)):
+            inputs = self._inputs(int(seed), 1.0)
+            self.recheck_refs[int(msg["start"]) + offset] = self._forward(inputs)
+            torch.save(inputs, path)
+        return {}
+
     def recheck(self, msg: dict[str, Any]) -> dict[str, Any]:
         results = {}
         for index, path in msg["paths"].items():
@@ -259,6 +267,7 @@ def main() -> None:
             "time_block": state.time_block,
             "memory": state.memory,
             "recheck": state.recheck,
+            "fresh_sets": state.fresh_sets,
         }
     )
 

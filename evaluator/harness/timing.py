@@ -4,10 +4,13 @@ imported, so a patched `time.perf_counter` or `torch.cuda.Event` cannot reach th
 from __future__ import annotations
 
 import math
+import os
 import random
 import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
+
+_urandom = os.urandom  # captured before any candidate code runs
 
 
 def time_calls(
@@ -24,9 +27,11 @@ def time_calls(
     keep: dict[int, Any] | None = None,
 ) -> tuple[list[float], list[float]]:
     """Time `n` calls rotating through `input_sets`. Returns per-call times (ms: CUDA events, or the CPU clock) and
-    per-call device-synchronised wall times (ms). With `keep`, the last output per input set is kept for re-checks."""
+    per-call device-synchronised wall times (ms). With `keep`, one output per input set, chosen uniformly at random
+    among that set's calls (reservoir sampling), is kept for re-checks: a kernel cannot tell which call is checked."""
     times: list[float] = []
     walls: list[float] = []
+    seen: dict[int, int] = {}
     for i in range(n):
         index = (offset + i) % len(input_sets)
         args = input_sets[index]
@@ -46,11 +51,15 @@ def time_calls(
             flush()
             t0 = clock_ns()
             out = fn(*args)
+            if synchronize is not None:  # CPU stand-in for a device sync: threads the call left running (A2)
+                synchronize()
             t1 = clock_ns()
             times.append((t1 - t0) / 1e6)
         walls.append((t1 - t0) / 1e6)
         if keep is not None:
-            keep[index] = out
+            seen[index] = seen.get(index, 0) + 1
+            if int.from_bytes(_urandom(4), "little") % seen[index] == 0:
+                keep[index] = out
         del out
     return times, walls
 
