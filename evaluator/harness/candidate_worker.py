@@ -282,6 +282,7 @@ class Candidate:
         for offset, path in enumerate(msg["paths"]):
             inputs = _load_clean(path, self.device)
             kept: dict[int, Any] = {}
+            self._block(1, offset, None)  # untimed: wake thread pools and clocks after the idle gap, as in a block
             sets, self.sets = self.sets, [inputs]
             try:
                 t, w = self._block(1, 0, kept)
@@ -293,7 +294,7 @@ class Candidate:
             index = str(int(msg["start"]) + offset)
             saved[index] = None
             if _type(out) is _Tensor:
-                saved[index] = str(self.io_dir / f"fresh_{index}.pt")
+                saved[index] = str(self.io_dir / f"fresh_out_{index}.pt")
                 _save(_detach(out), saved[index])
         return {"times": times, "walls": walls, "saved": saved}
 

@@ -149,12 +149,19 @@ class Reference:
         floats = {n: t for n, t in state.items() if isinstance(t, torch.Tensor) and t.is_floating_point()}
         matched = [n for n, t in floats.items() if wanted.get(n) == (tuple(t.shape), str(t.dtype))]
         missing = [n for n in floats if n not in matched]
+        rename = {n: n for n in matched}
+        # Renamed but created in the same order with the same shapes (the seed-42 convention already relies on
+        # creation order): map by position, or a kernel could dodge randomisation just by renaming (B11).
+        ref_sig = [(tuple(t.shape), str(t.dtype)) for t in floats.values()]
+        if missing and ref_sig == list(wanted.values()):
+            rename = dict(zip(floats, wanted, strict=True))
+            matched, missing = list(floats), []
         generator = torch.Generator(device=self.device).manual_seed(int(msg["seed"]))  # generated on the device
         new_values = {name: _random_like(floats[name], generator) for name in matched}
         with torch.no_grad():
             for name, value in new_values.items():
                 floats[name].copy_(value.to(floats[name].device))
-        torch.save(new_values, msg["out_path"])
+        torch.save({rename[name]: value for name, value in new_values.items()}, msg["out_path"])
         return {"matched": matched, "missing": missing, "total": len(floats)}
 
     # --- timing ----------------------------------------------------------------------------------------------
