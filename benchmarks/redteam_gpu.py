@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    work = out / "work"
+    work = Path(tempfile.gettempdir()) / "redteam-gpu-work"  # not under --out: only the reports come back
     cache = Path(os.environ.get("REDTEAM_COMPILE_CACHE", "/tmp/redteam-compile-cache"))
     cases = [c for c in rs.load_cases(("gpu",)) if args.only in c.id]
     cases.sort(key=lambda c: (not c.is_legit, c.id))  # controls first

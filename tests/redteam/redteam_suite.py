@@ -242,7 +242,7 @@ def judge(case: Case, result: dict[str, Any], results: dict[str, dict[str, Any]]
         return Verdict(case.id, True, passed, "correct" if credited else observed, "correct", detail)
     caught = observed not in ("credited", "broken")
     if case.kind == "abuse":  # stopped within its limits, nothing left behind, and the caller went on
-        caught = observed == "rejected" and not effects and followup is not None and good
+        caught = observed != "credited" and not effects and followup is not None and good
     return Verdict(case.id, False, caught, observed, case.expect, detail, case.known_gap)
 
 
