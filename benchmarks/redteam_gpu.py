@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="folder for redteam-gpu.json and redteam-gpu.md")
     parser.add_argument("--jobs", type=int, default=12, help="parallel builds")
     parser.add_argument("--only", default="", help="substring filter on case ids")
+    parser.add_argument("--budget", type=float, default=0, help="seconds; later cases are listed as not run")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -52,7 +53,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"build {case_id}: {result['status']} {result.get('error', '')[:200]}", flush=True)
 
     results: dict[str, dict] = {}
+    not_run = []
     for case in cases:
+        if args.budget and time.monotonic() - started > args.budget:
+            not_run.append(case.id)
+            continue
         if builds[case.id]["status"] == "compile_error":
             results[case.id] = builds[case.id]
             continue
@@ -74,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         f"python {platform.python_version()}, harness {env.get('harness_version')}",
         f"- parallel build phase {build_s:.0f} s; total {time.monotonic() - started:.0f} s",
         f"- summary: {line}",
+        f"- not run (time budget): {', '.join(not_run) or 'none'}",
         "",
     ]
     (out / "redteam-gpu.md").write_text("\n".join(header) + rs.markdown_table(cases, verdicts) + "\n")
