@@ -137,10 +137,9 @@ class Evaluation:
     def fail(self, status: str, error: str) -> None:
         self.record["status"] = status
         self.record["error"] = shorten(error)
-        if self.record["correct"] is None:
-            self.record["correct"] = False
-        if self.record["standard_correct"] is None:
-            self.record["standard_correct"] = False
+        # A kernel that crashes or hangs at any point (timing included) is not a working kernel: never "correct".
+        self.record["correct"] = False
+        self.record["standard_correct"] = False
         raise CandidateFailed(error)
 
     def phase(self, name: str, started: float) -> None:
