@@ -30,14 +30,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="folder for redteam-gpu.json and redteam-gpu.md")
     parser.add_argument("--jobs", type=int, default=12, help="parallel builds")
-    parser.add_argument("--only", default="", help="substring filter on case ids")
+    parser.add_argument("--only", default="", help="comma-separated substrings of case ids")
     parser.add_argument("--budget", type=float, default=0, help="seconds; later cases are listed as not run")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.gettempdir()) / "redteam-gpu-work"  # not under --out: only the reports come back
     cache = Path(os.environ.get("REDTEAM_COMPILE_CACHE", "/tmp/redteam-compile-cache"))
-    cases = [c for c in rs.load_cases(("gpu",)) if args.only in c.id]
+    wanted = args.only.split(",")
+    cases = [c for c in rs.load_cases(("gpu",)) if any(w in c.id for w in wanted)]
     cases.sort(key=lambda c: (not c.is_legit, c.id))  # controls first
 
     started = time.monotonic()
