@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import platform
 import statistics
 import sys
@@ -77,7 +78,10 @@ def one_run(workers: int) -> dict:
         "upload_to_last_result_s": t_done - t0,
         "evaluation_median_s": statistics.median(runs),
         "evaluation_max_s": max(runs),
-        "verdicts": sorted((e["id"], e["result_status"], e["correct"]) for e in evals),
+        "errors": {e["id"]: e["error"][:300] for e in evals if e["result_status"] == "runtime_error"},
+        "verdicts": sorted(
+            f"{e['id']}:{e['result_status']}:{'correct' if e['correct'] else 'incorrect'}" for e in evals
+        ),
     }
 
 
@@ -86,8 +90,10 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
+    load_before = os.getloadavg()
     results = [one_run(args.workers) for _ in range(args.repeat)]
-    print(json.dumps({"machine": platform.platform(), "python": platform.python_version(), "workers": args.workers,
+    print(json.dumps({"machine": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version(),
+                      "workers": args.workers, "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
                       "runs": results}, indent=2))  # fmt: skip
     return 0
 
