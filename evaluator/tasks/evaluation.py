@@ -42,7 +42,10 @@ def evaluate_kernel(self: Any, evaluation_id: int, **kwargs: Any) -> None:
     except runner.InfraError as exc:
         log.warning("evaluation %s: infrastructure error on attempt %s: %s", evaluation_id, evaluation.attempts, exc)
         if svc.evaluation_retry_or_fail(evaluation=evaluation, error=f"infrastructure error: {exc}"):
-            raise self.retry(exc=exc, countdown=svc.retry_countdown(evaluation.attempts)) from exc
+            # Explicit queue: the retry must reach a worker for the same hardware, whatever the delivery info says.
+            raise self.retry(
+                exc=exc, countdown=svc.retry_countdown(evaluation.attempts), queue=svc.queue_for(evaluation.hardware)
+            ) from exc
         return
     except SoftTimeLimitExceeded:
         svc.evaluation_finish(evaluation=evaluation, record=svc.timeout_record(seconds=svc.time_limits().soft))

@@ -77,11 +77,16 @@ class Stack:
         out = self.manage("shell", "-c", SETUP.format(demo=str(DEMO_DIR)))
         self.token = next(line[6:] for line in out.splitlines() if line.startswith("TOKEN="))
 
-    def _start(self, name: str, argv: list[str]) -> None:
+    def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         log = open(self.root / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
         # Own session: stop()/kill() signal the whole group, including prefork children.
         self.procs[name] = subprocess.Popen(
-            argv, cwd=REPO_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            argv,
+            cwd=REPO_ROOT,
+            env={**self.env, **(env or {})},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def start_web(self) -> None:
@@ -95,11 +100,13 @@ class Stack:
                 time.sleep(0.3)
         raise RuntimeError("web server did not start: " + self.log("web"))
 
-    def start_worker(self, name: str) -> None:
+    def start_worker(self, name: str, *, hardware: str | None = None, env: dict[str, str] | None = None) -> None:
         self._start(
             name,
-            [CELERY, "-A", "config", "worker", "-Q", f"eval-{self.hardware}", "-c", "1", "--prefetch-multiplier",
-             "1", "-n", f"{name}@%h", "-l", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            [CELERY, "-A", "config", "worker", "-Q", f"eval-{hardware or self.hardware}", "-c", "1",
+             "--prefetch-multiplier", "1", "-n", f"{name}@%h", "-l", "INFO", "--without-gossip", "--without-mingle",
+             "--without-heartbeat"],
+            env=env,
         )  # fmt: skip
 
     def kill(self, name: str) -> None:

@@ -103,6 +103,22 @@ def test_worker_killed_mid_evaluation_completes_exactly_once(embedded: Stack, tm
     assert facts["distribution_rows"] in {0, 4}
 
 
+def test_infra_errors_are_retried_on_the_same_queue_then_given_up(embedded: Stack, tmp_path: Path) -> None:
+    # A worker for another hardware label whose harness interpreter does not exist: every attempt is an InfraError.
+    embedded.start_worker(
+        "broken", hardware="cpu-broken", env={"EVALUATOR_PYTHON": "/nonexistent/python", "EVALUATOR_MAX_ATTEMPTS": "2"}
+    )
+    args = ["--llm", "e2e-llm", "--problem-set", "demo", "--hardware", "cpu-broken"]
+    done = embedded.client("--json", "submit", str(write_bundle(tmp_path, (1, 3, 0))), *args, "--wait", "--interval",
+                           "1", "--timeout", str(WAIT_S))  # fmt: skip
+    assert done.returncode == 0, f"{done.stderr}\n{embedded.log('broken')}"
+    final = json.loads(done.stdout.strip().splitlines()[-1])
+    (evaluation,) = embedded.db_facts([final["id"]])["evaluations"]
+    assert (final["status"], final["evaluated_count"], final["correct_count"]) == ("failed", 1, 0)
+    assert (evaluation["status"], evaluation["attempts"]) == ("failed", 2)
+    assert "gave up after 2 attempts" in final["progress"]["kernels"][0]["error"]
+
+
 @pytest.mark.services
 def test_redis_and_postgresql(tmp_path: Path) -> None:
     if not (reachable(6379) and reachable(5432)):
