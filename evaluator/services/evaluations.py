@@ -18,7 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from evaluator.models import Baseline, DistributionResult, Evaluation
@@ -376,25 +376,23 @@ def _rerun_locked(old: Evaluation) -> Evaluation:
 
 
 def evaluation_rerun(*, evaluation_id: int) -> Evaluation:
-    """Staff re-run: a new current Evaluation for the same kernel and hardware; the old row is kept, not current."""
+    """Staff re-run: a new current Evaluation for the same kernel and hardware; the old row is kept, not current.
+
+    Re-running a historical (non-current) row re-runs whatever is current for that kernel and hardware now.
+    """
     with transaction.atomic():
-        old = Evaluation.objects.select_for_update().select_related("kernel").get(pk=evaluation_id)
-        if not old.is_current:
-            # Re-running a historical row re-runs whatever is current for that kernel now.
-            current = (
-                Evaluation.objects.select_for_update()
-                .select_related("kernel")
-                .filter(kernel_id=old.kernel_id, hardware=old.hardware, is_current=True)
-                .first()
-            )
-            if current is None:
-                new = Evaluation.objects.create(
-                    kernel_id=old.kernel_id, hardware=old.hardware, task_id=str(uuid.uuid4())
-                )
-                evaluations_enqueue(evaluations=[new])
-                return new
-            old = current
-        return _rerun_locked(old)
+        target = Evaluation.objects.get(pk=evaluation_id)
+        current = (
+            Evaluation.objects.select_for_update()
+            .select_related("kernel")
+            .filter(kernel_id=target.kernel_id, hardware=target.hardware, is_current=True)
+            .first()
+        )
+        if current is not None:
+            return _rerun_locked(current)
+        new = Evaluation.objects.create(kernel_id=target.kernel_id, hardware=target.hardware, task_id=str(uuid.uuid4()))
+        evaluations_enqueue(evaluations=[new])
+        return new
 
 
 def submission_rerun(*, submission_id: int) -> list[Evaluation]:
@@ -407,12 +405,4 @@ def submission_rerun(*, submission_id: int) -> list[Evaluation]:
             .filter(kernel__submission=submission, hardware=submission.hardware, is_current=True)
         )
         news = [_rerun_locked(old) for old in olds]
-        # Kernels without a current evaluation (should not happen, but keep the invariant) get one too.
-        missing = Kernel.objects.filter(submission=submission).exclude(
-            Q(evaluations__hardware=submission.hardware) & Q(evaluations__is_current=True)
-        )
-        for kernel in missing:
-            new = Evaluation.objects.create(kernel=kernel, hardware=submission.hardware, task_id=str(uuid.uuid4()))
-            evaluations_enqueue(evaluations=[new])
-            news.append(new)
     return news

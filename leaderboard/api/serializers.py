@@ -112,6 +112,7 @@ class BundleRejectedSerializer(serializers.Serializer):
 
     detail = serializers.CharField()
     report = BundleReportItemSerializer(many=True)
+    errors = serializers.DictField(required=False, help_text="Per-field errors, when a form field was invalid.")
 
 
 class KernelProgressSerializer(serializers.Serializer):

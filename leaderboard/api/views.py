@@ -88,7 +88,10 @@ class SubmissionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         form = serializers.SubmissionCreateSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
+        if not form.is_valid():
+            # Same shape as a rejected bundle, so clients handle one kind of 400.
+            detail = "; ".join(f"{field}: {' '.join(map(str, msgs))}" for field, msgs in form.errors.items())
+            return Response({"detail": detail, "report": [], "errors": form.errors}, status=status.HTTP_400_BAD_REQUEST)
         data = form.validated_data
         try:
             submission = submission_create(

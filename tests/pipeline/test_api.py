@@ -80,7 +80,8 @@ def test_oversize_upload_is_refused(demo_problems, api, settings):
 
 def test_missing_fields_are_400(demo_problems, api):
     response = api.post("/api/submissions/", {"llm": "x"}, format="multipart")
-    assert response.status_code == 400 and "bundle" in response.json()
+    body = response.json()
+    assert response.status_code == 400 and "bundle" in body["errors"] and body["detail"].startswith("bundle:")
 
 
 def test_uploads_are_throttled_per_user(demo_problems, api, settings):
