@@ -74,14 +74,15 @@ def test_partial_parameter_match_is_reported(evaluate):
     renamed = (
         "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
         "    def __init__(self, i, o):\n        super().__init__()\n        self.fc = nn.Linear(i, o)\n"
-        "        self.bn = nn.BatchNorm1d(o)\n\n"
+        "        self.bn = nn.BatchNorm1d(o)\n        self.unused = nn.Parameter(torch.ones(3))\n\n"
         "    def forward(self, x):\n        return torch.nn.functional.gelu(self.bn(self.fc(x)))\n"
     )
     record = evaluate("linear_bn", kernel_source=renamed)
     assert record["params_randomised"] is False
     detail = check(record, "params_randomised")["detail"]
     assert "linear.weight" in detail and "linear.bias" in detail
-    # Only same-name entries were randomised, on both sides alike, so a faithful kernel still passes.
+    # An extra parameter defeats positional mapping too, so only same-name entries were randomised, on both sides
+    # alike: a faithful kernel still passes.
     assert record["correct"] is True, record["distributions"]
 
 
