@@ -52,4 +52,5 @@ class SubmitForm(forms.Form):
         elif not llm and not new_llm:
             self.add_error("new_llm", "Pick an existing LLM or name a new one.")
         cleaned["llm_name"] = llm.name if llm else new_llm
+        cleaned["upload"] = cleaned.get("bundle")  # the names of leaderboard.services.submissions.UPLOAD_FIELDS
         return cleaned

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -10,11 +9,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from rest_framework.authtoken.models import Token
 
-from leaderboard.bundles import BundleError, read_upload
+from leaderboard.bundles import BundleError
 from leaderboard.forms import SubmitForm
 from leaderboard.models import Submission
 from leaderboard.selectors.submissions import submission_list, submission_progress, submission_results_csv
-from leaderboard.services.submissions import submission_create
+from leaderboard.services.submissions import UPLOAD_FIELDS, submission_create_from_upload
 from leaderboard.services.tokens import api_token_create
 
 POLL_SECONDS = 2
@@ -27,21 +26,9 @@ def submit(request: HttpRequest) -> HttpResponse:
     form = SubmitForm(request.POST or None, request.FILES or None)
     rejection: BundleError | None = None
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
+        fields = {name: form.cleaned_data[name] for name in UPLOAD_FIELDS}
         try:
-            submission = submission_create(
-                uploader=request.user,
-                llm_name=data["llm_name"],
-                organisation=data["organisation"],
-                filename=data["bundle"].name or "bundle",
-                data=read_upload(data["bundle"], settings.BUNDLE_MAX_BYTES),
-                problem_set=data["problem_set"] or None,
-                hardware=data["hardware"] or None,
-                level=data["level"],
-                problem_id=data["problem_id"],
-                sample=data["sample"] or 0,
-                notes=data["notes"],
-            )
+            submission = submission_create_from_upload(uploader=request.user, **fields)
         except BundleError as exc:
             rejection = exc
         else:

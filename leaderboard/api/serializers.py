@@ -71,13 +71,20 @@ class BundleReportItemSerializer(serializers.Serializer):
     sample = serializers.IntegerField(allow_null=True)
 
 
+@extend_schema_field({"type": "string", "format": "binary"})
+class UploadField(serializers.FileField):
+    """A file part of a multipart request (documented as binary, not as the URI a FileField reads back as)."""
+
+
 class SubmissionCreateSerializer(serializers.Serializer):
     """Input of POST /api/submissions/ (multipart)."""
 
-    bundle = serializers.FileField(
-        help_text="A .zip/.tar.gz KernelBench run folder, a leaderboard .json, a .jsonl or a single kernel .py."
+    # `source` names match leaderboard.services.submissions.UPLOAD_FIELDS, which the web form also produces.
+    bundle = UploadField(
+        source="upload",
+        help_text="A .zip/.tar.gz KernelBench run folder, a leaderboard .json, a .jsonl or a single kernel .py.",
     )
-    llm = serializers.CharField(max_length=200, help_text="The LLM's name; created if new.")
+    llm = serializers.CharField(source="llm_name", max_length=200, help_text="The LLM's name; created if new.")
     organisation = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     problem_set = serializers.CharField(
         max_length=100, required=False, allow_blank=True, default="", help_text="Default: PROBLEM_SET_DEFAULT."

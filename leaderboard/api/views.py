@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
@@ -18,10 +17,10 @@ from rest_framework.response import Response
 from evaluator.services.evaluations import submission_rerun
 from leaderboard.api import filters, serializers
 from leaderboard.api.throttles import SubmissionRateThrottle
-from leaderboard.bundles import BundleError, read_upload
+from leaderboard.bundles import BundleError
 from leaderboard.models import LLM, Kernel, Problem, Submission
 from leaderboard.selectors.submissions import submission_list, submission_results_csv
-from leaderboard.services.submissions import submission_create
+from leaderboard.services.submissions import UPLOAD_FIELDS, submission_create_from_upload
 
 
 class LLMViewSet(viewsets.ReadOnlyModelViewSet):
@@ -92,21 +91,9 @@ class SubmissionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
             # Same shape as a rejected bundle, so clients handle one kind of 400.
             detail = "; ".join(f"{field}: {' '.join(map(str, msgs))}" for field, msgs in form.errors.items())
             return Response({"detail": detail, "report": [], "errors": form.errors}, status=status.HTTP_400_BAD_REQUEST)
-        data = form.validated_data
+        fields = {name: form.validated_data[name] for name in UPLOAD_FIELDS}
         try:
-            submission = submission_create(
-                uploader=request.user,
-                llm_name=data["llm"],
-                organisation=data["organisation"],
-                filename=data["bundle"].name or "bundle",
-                data=read_upload(data["bundle"], settings.BUNDLE_MAX_BYTES),
-                problem_set=data["problem_set"] or None,
-                hardware=data["hardware"] or None,
-                level=data["level"],
-                problem_id=data["problem_id"],
-                sample=data["sample"],
-                notes=data["notes"],
-            )
+            submission = submission_create_from_upload(uploader=request.user, **fields)
         except BundleError as exc:
             return Response({"detail": exc.message, "report": exc.report}, status=status.HTTP_400_BAD_REQUEST)
         out = serializers.SubmissionSerializer(submission, context={"request": request}).data

@@ -13,11 +13,22 @@ from django.db.models import Q
 
 from evaluator.models import Evaluation
 from evaluator.services.evaluations import HARDWARE_RE, evaluations_enqueue
-from leaderboard.bundles import BundleError, ParsedBundle, parse_bundle
+from leaderboard.bundles import BundleError, ParsedBundle, parse_bundle, read_upload
 from leaderboard.models import Kernel, Problem, Submission
 from leaderboard.services.llms import llm_get_or_create
 
-PROBLEM_SET_RE = HARDWARE_RE  # same shape: short lowercase label
+# The cleaned fields the web form and the API serializer both hand to submission_create_from_upload.
+UPLOAD_FIELDS = (
+    "upload",
+    "llm_name",
+    "organisation",
+    "problem_set",
+    "hardware",
+    "level",
+    "problem_id",
+    "sample",
+    "notes",
+)
 
 
 def _resolve_problems(bundle: ParsedBundle, problem_set: str) -> dict[tuple[int, int], Problem]:
@@ -122,3 +133,33 @@ def _claims(bundle: ParsedBundle) -> dict[str, Any] | None:
     if bundle.metadata:
         claims["metadata"] = bundle.metadata
     return claims or None
+
+
+def submission_create_from_upload(
+    *,
+    uploader: AbstractBaseUser | AnonymousUser | None,
+    upload: Any,
+    llm_name: str,
+    organisation: str = "",
+    problem_set: str | None = None,
+    hardware: str | None = None,
+    level: int | None = None,
+    problem_id: int | None = None,
+    sample: int | None = 0,
+    notes: str = "",
+) -> Submission:
+    """`submission_create` for an uploaded file (web form or API). Reads at most BUNDLE_MAX_BYTES + 1 bytes, so
+    an oversized upload is refused without being read whole; blank optional fields mean the defaults."""
+    return submission_create(
+        uploader=uploader,
+        llm_name=llm_name,
+        organisation=organisation or "",
+        filename=getattr(upload, "name", "") or "bundle",
+        data=read_upload(upload, settings.BUNDLE_MAX_BYTES),
+        problem_set=problem_set or None,
+        hardware=hardware or None,
+        level=level,
+        problem_id=problem_id,
+        sample=sample or 0,
+        notes=notes or "",
+    )
