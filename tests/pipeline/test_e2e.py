@@ -155,3 +155,14 @@ def test_redis_and_postgresql(tmp_path: Path) -> None:
         stack.stop()
         with psycopg.connect(admin_url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+
+
+def test_client_reports_a_rejected_bundle_and_exits_1(embedded: Stack, tmp_path: Path) -> None:
+    bad = tmp_path / "run.zip"
+    bad.write_bytes(make_zip({f"run/{kernel_name(9, 9)}": demo_kernel(1, 1), "run/notes.txt": "hi"}))
+    done = embedded.client("submit", str(bad), "--llm", "e2e-llm", "--problem-set", "demo")
+    assert done.returncode == 1
+    assert "rejected (HTTP 400): No kernel in the bundle matches" in done.stderr
+    assert "unknown problem L9/9 in problem set demo" in done.stderr and "run/notes.txt: skipped" in done.stderr
+    unreachable = Stack(tmp_path)  # nothing listens on its port
+    assert unreachable.client("status", "1").returncode == 2
