@@ -1,0 +1,159 @@
+"""Baseline sweep: time the reference Model of many problems under TF32 and FP32 (and optionally torch.compile),
+with peak memory, in one clean process that never imports candidate code.
+
+    python3 -m evaluator.harness.baselines PROBLEMS.jsonl --device cuda --out baselines.jsonl [--levels 1 2 3]
+
+Writes one JSON line per problem as soon as it is measured (a crash or a time limit loses nothing already written)
+and a final summary line. The same timing loop as an evaluation: L2 flush before every timed call, warm-up calls not
+timed, rotation through fresh input sets generated on the device, at least `--min-calls` calls or until the
+relative standard error is below `--rse` within `--budget` seconds per precision. Stdlib + torch only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from evaluator.harness.protocol import HARNESS_VERSION
+from evaluator.harness.timing import rse, summarise, time_calls
+from evaluator.harness.worker_base import L2Flusher, device_info, now_ns, set_precision, short_exception, sync
+
+
+def _inputs(ns: dict[str, Any], device: str, seed: int) -> list[Any]:
+    with torch.device(device):
+        torch.manual_seed(seed)
+        return [v.to(device) if isinstance(v, torch.Tensor) else v for v in ns["get_inputs"]()]
+
+
+def _time_adaptive(
+    fn: Any, sets: list[list[Any]], *, device: str, flush: L2Flusher, min_calls: int, max_rse: float, budget_s: float
+) -> list[float]:
+    """Blocks of 10 calls until min_calls, or earlier once >= 20 calls reach max_rse, or the time budget is spent."""
+    cuda = device.startswith("cuda")
+    times: list[float] = []
+    deadline = time.monotonic() + budget_s
+    while len(times) < min_calls:
+        block, _ = time_calls(
+            fn, sets, 10, len(times), cuda=cuda, flush=flush, clock_ns=now_ns,
+            event_cls=torch.cuda.Event if cuda else None, synchronize=torch.cuda.synchronize if cuda else None,
+        )  # fmt: skip
+        times.extend(block)
+        if len(times) >= 20 and (rse(times) < max_rse or time.monotonic() > deadline):
+            break
+    return times
+
+
+def _peak_bytes(fn: Any, args: list[Any], device: str) -> int | None:
+    """Peak bytes allocated during one call, above what was already held (protocol.md section 5)."""
+    if not device.startswith("cuda"):
+        return None
+    sync(device)
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    with torch.no_grad():
+        out = fn(*args)
+    sync(device)
+    peak = torch.cuda.max_memory_allocated() - before
+    del out
+    return int(peak)
+
+
+def measure_problem(source: str, *, device: str, args: argparse.Namespace) -> dict[str, Any]:
+    """TF32, FP32 (and compile) baseline of one problem source."""
+    ns: dict[str, Any] = {"__name__": "kernelbench_problem"}
+    exec(compile(source, "problem.py", "exec"), ns)  # noqa: S102 - problem files are trusted
+    torch.manual_seed(42)
+    model = ns["Model"](*ns["get_init_inputs"]()).to(device)
+    sets = [_inputs(ns, device, 1000 + i) for i in range(args.input_sets)]
+    flush = L2Flusher(device)
+    result: dict[str, Any] = {"precisions": {}}
+    variants: list[tuple[str, bool, Any]] = [("tf32", True, model), ("fp32", False, model)]
+    if args.compile:
+        variants.append(("compile", True, None))
+    with torch.no_grad():
+        for name, tf32, fn in variants:
+            set_precision(tf32)
+            try:
+                if fn is None:
+                    torch._dynamo.reset()
+                    fn = torch.compile(model)
+                for i in range(args.warmup):
+                    fn(*sets[i % len(sets)])
+                sync(device)
+                times = _time_adaptive(
+                    fn, sets, device=device, flush=flush, min_calls=args.min_calls, max_rse=args.rse,
+                    budget_s=args.budget,
+                )  # fmt: skip
+                stats = summarise(times)
+                stats["peak_memory_bytes"] = _peak_bytes(fn, sets[0], device)
+                stats["flags"] = {"tf32": tf32}
+                result["precisions"][name] = stats
+            except Exception as exc:  # noqa: BLE001 - one failed variant (e.g. compile) does not lose the others
+                result["precisions"][name] = {"error": short_exception(exc, 400)}
+    set_precision(False)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("problems", type=Path, help="JSONL in the format of the shipped problems.jsonl")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--levels", type=int, nargs="*", default=[1, 2, 3])
+    parser.add_argument("--ids", default="", help="only these L/P keys, comma separated (e.g. 1/1,2/17)")
+    parser.add_argument("--min-calls", type=int, default=100)
+    parser.add_argument("--rse", type=float, default=0.005)
+    parser.add_argument("--budget", type=float, default=2.0, help="seconds per precision before stopping early")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--input-sets", type=int, default=2)
+    parser.add_argument("--compile", action="store_true", help="also time torch.compile (slow: minutes)")
+    parser.add_argument("--deadline", type=float, default=0, help="stop starting new problems after N seconds")
+    args = parser.parse_args(argv)
+
+    wanted = {tuple(int(x) for x in key.split("/")) for key in args.ids.split(",") if key}
+    rows = [json.loads(line) for line in args.problems.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r["level"] in args.levels and (not wanted or (r["level"], r["problem_id"]) in wanted)]
+    if args.device.startswith("cuda"):
+        torch.cuda.set_device(0)
+    env = {"device": device_info(args.device), "torch": torch.__version__, "cuda": torch.version.cuda,
+           "harness_version": HARNESS_VERSION, "python": sys.version.split()[0]}  # fmt: skip
+    start = time.monotonic()
+    done = failed = 0
+    with args.out.open("w") as out:
+        for row in rows:
+            if args.deadline and time.monotonic() - start > args.deadline:
+                break
+            t0 = time.monotonic()
+            record: dict[str, Any] = {k: row[k] for k in ("level", "problem_id", "name", "sha256")}
+            try:
+                record.update(measure_problem(row["source"], device=args.device, args=args))
+                if all("error" in stats for stats in record["precisions"].values()):
+                    failed += 1
+                else:
+                    done += 1
+            except Exception as exc:  # noqa: BLE001 - reported per problem; the sweep goes on
+                record["error"] = short_exception(exc, 400)
+                failed += 1
+            record["seconds"] = round(time.monotonic() - t0, 3)
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+            gc.collect()
+            if args.device.startswith("cuda"):
+                torch.cuda.empty_cache()
+            print(f"L{row['level']}/{row['problem_id']}: {record['seconds']} s", flush=True)
+        summary = {"summary": True, "measured": done, "failed": failed, "skipped": len(rows) - done - failed,
+                   "total_seconds": round(time.monotonic() - start, 1), "environment": env}  # fmt: skip
+        out.write(json.dumps(summary) + "\n")
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

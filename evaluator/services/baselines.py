@@ -1,0 +1,66 @@
+"""Writes for stored baselines: importing a baseline sweep (evaluator.harness.baselines) measured on a GPU machine."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import transaction
+
+from evaluator.models import Baseline
+from leaderboard.models import Problem
+
+PRECISIONS = {p.value for p in Baseline.Precision}
+
+
+@dataclass
+class BaselineImportReport:
+    stored: int = 0
+    problems: int = 0
+    skipped: list[str] = field(default_factory=list)
+    summary: dict | None = None
+
+
+@transaction.atomic
+def baselines_import(*, path: Path, hardware: str, problem_set: str) -> BaselineImportReport:
+    """Store every measured precision of every problem in a sweep file. Problems are matched by sha256 within the
+    problem set, so a sweep of another problem-set version never attaches to the wrong source."""
+    report = BaselineImportReport()
+    lines = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    environment = next((row.get("environment", {}) for row in lines if row.get("summary")), {})
+    report.summary = next((row for row in lines if row.get("summary")), None)
+    torch_version = environment.get("torch") or "unknown"
+    by_sha = {p.sha256: p for p in Problem.objects.filter(problem_set=problem_set)}
+    for row in lines:
+        if row.get("summary"):
+            continue
+        label = f"L{row.get('level')}/{row.get('problem_id')}"
+        problem = by_sha.get(row.get("sha256", ""))
+        if problem is None:
+            report.skipped.append(f"{label}: no problem with this sha256 in {problem_set}")
+            continue
+        if row.get("error"):
+            report.skipped.append(f"{label}: {row['error'][:200]}")
+            continue
+        report.problems += 1
+        for precision, stats in row.get("precisions", {}).items():
+            if precision not in PRECISIONS or not stats.get("median_ms"):
+                report.skipped.append(f"{label} {precision}: {stats.get('error', 'not measured')[:200]}")
+                continue
+            Baseline.objects.update_or_create(
+                problem=problem,
+                hardware=hardware,
+                torch_version=torch_version,
+                precision=precision,
+                defaults={
+                    "median_ms": stats["median_ms"],
+                    "iqr_ms": stats.get("iqr_ms"),
+                    "mean_ms": stats.get("mean_ms"),
+                    "calls": stats.get("calls") or 0,
+                    "peak_memory_bytes": stats.get("peak_memory_bytes"),
+                    "stats": {**stats, "source": "baseline sweep", "environment": environment},
+                },
+            )
+            report.stored += 1
+    return report

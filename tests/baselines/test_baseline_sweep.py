@@ -1,0 +1,69 @@
+"""The baseline sweep (a clean harness process) and its import into Baseline rows."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from evaluator.models import Baseline
+from leaderboard.models import Problem
+from tests.conftest import REPO_ROOT
+
+DEMO = REPO_ROOT / "leaderboard" / "demo" / "problems"
+
+
+def demo_jsonl(path: Path) -> Path:
+    import hashlib
+
+    with path.open("w") as out:
+        for file in sorted(DEMO.rglob("*.py")):
+            pid, name = file.stem.split("_", 1)
+            src = file.read_text()
+            row = {"level": int(file.parent.name[5:]), "problem_id": int(pid), "name": name, "source": src,
+                   "sha256": hashlib.sha256(src.encode()).hexdigest()}  # fmt: skip
+            out.write(json.dumps(row) + "\n")
+        bad = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        raise ValueError('no')\n"
+        bad += "def get_inputs():\n    return [torch.rand(2)]\ndef get_init_inputs():\n    return []\n"
+        out.write(json.dumps({"level": 1, "problem_id": 99, "name": "Raises", "source": bad, "sha256": "f" * 64}) + "\n")
+    return path
+
+
+def run_sweep(tmp_path: Path) -> Path:
+    out = tmp_path / "sweep.jsonl"
+    cmd = [sys.executable, "-m", "evaluator.harness.baselines", str(demo_jsonl(tmp_path / "p.jsonl")), "--device",
+           "cpu", "--out", str(out), "--levels", "1", "2", "--min-calls", "20", "--budget", "0.2"]  # fmt: skip
+    subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=True, timeout=300)
+    return out
+
+
+@pytest.mark.django_db
+def test_sweep_measures_every_problem_and_import_stores_both_precisions(tmp_path):
+    sweep = run_sweep(tmp_path)
+    rows = [json.loads(line) for line in sweep.read_text().splitlines()]
+    summary = rows[-1]
+    assert summary["summary"] and summary["measured"] == 4 and summary["failed"] == 1
+    raising = next(r for r in rows if r.get("problem_id") == 99)
+    assert "no" in raising["precisions"]["tf32"]["error"]  # a failing variant is reported, not fatal
+    for row in rows[:4]:
+        for precision in ("tf32", "fp32"):
+            stats = row["precisions"][precision]
+            assert stats["median_ms"] > 0 and stats["calls"] >= 20 and stats["flags"]["tf32"] == (precision == "tf32")
+
+    call_command("import_problems", str(DEMO), problem_set="demo", stdout=StringIO())
+    err = StringIO()
+    call_command("import_baselines", str(sweep), hardware="cpu-test", problem_set="demo", stdout=StringIO(),
+                 stderr=err)  # fmt: skip
+    assert Baseline.objects.filter(hardware="cpu-test").count() == 8  # 4 problems x (tf32, fp32)
+    assert "L1/99" in err.getvalue()  # not in the problem set: reported, not stored
+    relu = Problem.objects.get(problem_set="demo", level=1, problem_id=1)
+    assert set(relu.baselines.values_list("precision", flat=True)) == {"tf32", "fp32"}
+    # Re-importing updates in place rather than duplicating.
+    call_command("import_baselines", str(sweep), hardware="cpu-test", problem_set="demo", stdout=StringIO(),
+                 stderr=StringIO())  # fmt: skip
+    assert Baseline.objects.filter(hardware="cpu-test").count() == 8
