@@ -30,7 +30,8 @@ def demo_jsonl(path: Path) -> Path:
             out.write(json.dumps(row) + "\n")
         bad = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        raise ValueError('no')\n"
         bad += "def get_inputs():\n    return [torch.rand(2)]\ndef get_init_inputs():\n    return []\n"
-        out.write(json.dumps({"level": 1, "problem_id": 99, "name": "Raises", "source": bad, "sha256": "f" * 64}) + "\n")
+        raising = {"level": 1, "problem_id": 99, "name": "Raises", "source": bad, "sha256": "f" * 64}
+        out.write(json.dumps(raising) + "\n")
     return path
 
 
