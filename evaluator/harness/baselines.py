@@ -97,6 +97,15 @@ def measure_problem(source: str, *, device: str, args: argparse.Namespace) -> di
                 result["precisions"][name] = stats
             except Exception as exc:  # noqa: BLE001 - one failed variant (e.g. compile) does not lose the others
                 result["precisions"][name] = {"error": short_exception(exc, 400)}
+        if args.paper_loop:
+            # KernelBench's own loop, for comparison: FP32, one fixed input set, 100 timed calls, no L2 flush.
+            set_precision(False)
+            times, _ = time_calls(
+                model, sets[:1], 100, 0, cuda=device.startswith("cuda"), flush=lambda: None, clock_ns=now_ns,
+                event_cls=torch.cuda.Event if device.startswith("cuda") else None,
+                synchronize=torch.cuda.synchronize if device.startswith("cuda") else None,
+            )  # fmt: skip
+            result["paper_loop_fp32"] = summarise(times)
     set_precision(False)
     return result
 
@@ -114,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--input-sets", type=int, default=2)
     parser.add_argument("--compile", action="store_true", help="also time torch.compile (slow: minutes)")
+    parser.add_argument("--paper-loop", action="store_true", help="also time a fixed 100-call no-flush FP32 loop")
     parser.add_argument("--deadline", type=float, default=0, help="stop starting new problems after N seconds")
     args = parser.parse_args(argv)
 
