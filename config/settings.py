@@ -151,6 +151,12 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The reaper requeues (or, after EVALUATOR_MAX_ATTEMPTS, fails) evaluations whose worker died mid-run. `make run`
+# starts beat inside its worker; a multi-machine deployment runs exactly one `celery -A config beat`.
+CELERY_BEAT_SCHEDULE = {
+    "reap-evaluations": {"task": "evaluator.reap_evaluations", "schedule": 300.0, "options": {"queue": "default"}},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # Hardware label this deployment evaluates on by default ("cpu" needs no GPU; "h200" for an H200 worker pool).
 # Each hardware label has its own queue, "eval-<label>", so GPU workers only take work meant for their GPU.

@@ -35,6 +35,9 @@ def main() -> int:
             "INFO",
             "-n",
             f"{hardware}@%h",
+            "--beat",  # the reaper's schedule (CELERY_BEAT_SCHEDULE); one beat per deployment
+            "--schedule",
+            str(ROOT / "var" / "celerybeat-schedule"),
         ],
         cwd=ROOT,
     )

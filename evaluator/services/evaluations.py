@@ -86,6 +86,14 @@ def evaluations_enqueue(*, evaluations: Iterable[Evaluation]) -> None:
     transaction.on_commit(send)
 
 
+def kernels_audit_enqueue(*, kernel_ids: list[int]) -> None:
+    """Run the static audit of freshly uploaded kernels on the default queue, after the upload commits."""
+    from evaluator.tasks.audit import audit_kernels_static
+
+    if kernel_ids:
+        transaction.on_commit(lambda: audit_kernels_static.apply_async(args=[kernel_ids]))
+
+
 # --- Claim and run ----------------------------------------------------------------------------------------------
 
 

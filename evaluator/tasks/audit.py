@@ -52,3 +52,11 @@ def audit_evaluation_runtime(evaluation_id: int, **kwargs: Any) -> None:
     from evaluator.services.audit import kernel_audit_runtime
 
     kernel_audit_runtime(evaluation_id=evaluation_id)
+
+
+@shared_task(name="evaluator.audit_kernels_static", acks_late=True, ignore_result=True)
+def audit_kernels_static(kernel_ids: list[int], **kwargs: Any) -> None:
+    """Static audit of every kernel of an upload (sent once per submission, after it commits)."""
+    from evaluator.services.audit import kernels_audit_static
+
+    kernels_audit_static(kernel_ids=kernel_ids)

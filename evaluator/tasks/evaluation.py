@@ -54,7 +54,18 @@ def evaluate_kernel(self: Any, evaluation_id: int, **kwargs: Any) -> None:
         log.exception("evaluation %s: unexpected error", evaluation_id)
         svc.evaluation_fail(evaluation=evaluation, error=f"internal error: {type(exc).__name__}: {exc}")
         return
-    svc.evaluation_finish(evaluation=evaluation, record=record)
+    if svc.evaluation_finish(evaluation=evaluation, record=record):
+        _audit_runtime(evaluation_id)
+
+
+def _audit_runtime(evaluation_id: int) -> None:
+    """Runtime-signal flags (and judge requests for fast correct kernels); never lose a stored result over them."""
+    from evaluator.services.audit import kernel_audit_runtime
+
+    try:
+        kernel_audit_runtime(evaluation_id=evaluation_id)
+    except Exception:
+        log.exception("evaluation %s: runtime audit failed (the result is stored)", evaluation_id)
 
 
 @shared_task(name="evaluator.reap_evaluations", ignore_result=True)

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from evaluator.models import Evaluation
-from evaluator.services.evaluations import HARDWARE_RE, evaluations_enqueue
+from evaluator.services.evaluations import HARDWARE_RE, evaluations_enqueue, kernels_audit_enqueue
 from leaderboard.bundles import BundleError, ParsedBundle, parse_bundle, read_upload
 from leaderboard.models import Kernel, Problem, Submission
 from leaderboard.services.llms import llm_get_or_create
@@ -122,6 +122,7 @@ def submission_create(
             ]
         )
         evaluations_enqueue(evaluations=evaluations)
+        kernels_audit_enqueue(kernel_ids=[kernel.pk for kernel in kernels])
     return submission
 
 

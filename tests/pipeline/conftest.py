@@ -57,6 +57,7 @@ def _fresh_throttle_cache() -> None:
 @dataclass
 class SentTasks:
     calls: list[dict[str, Any]] = field(default_factory=list)
+    audits: list[Any] = field(default_factory=list)  # static-audit messages (kernel id lists)
 
     @property
     def ids(self) -> list[int]:
@@ -66,10 +67,12 @@ class SentTasks:
 @pytest.fixture
 def sent(monkeypatch: pytest.MonkeyPatch) -> SentTasks:
     """Records `evaluate_kernel.apply_async` calls instead of writing to the broker (unit tests only)."""
+    from evaluator.tasks.audit import audit_kernels_static
     from evaluator.tasks.evaluation import evaluate_kernel
 
     spy = SentTasks()
     monkeypatch.setattr(evaluate_kernel, "apply_async", lambda **kw: spy.calls.append(kw))
+    monkeypatch.setattr(audit_kernels_static, "apply_async", lambda *a, **kw: spy.audits.append(kw.get("args", a)))
     return spy
 
 

@@ -45,6 +45,20 @@ def test_stores_everything_and_enqueues_after_commit(demo_problems, sent, django
     assert all(c["soft_time_limit"] == limits.soft and c["time_limit"] == limits.hard for c in sent.calls)
     kernel = Kernel.objects.get(submission=submission, sample=1)
     assert kernel.problem.key == "L2/1" and kernel.source == demo_kernel(2, 1, 1)
+    # One static-audit message for the whole upload, naming every kernel.
+    assert [sorted(args[0]) for args in sent.audits] == [sorted(k.pk for k in submission.kernels.all())]
+
+
+def test_static_audit_of_an_upload_flags_the_hack_and_not_the_correct_kernel(demo_problems, sent) -> None:
+    from evaluator.models import AuditFlag
+    from evaluator.tasks.audit import audit_kernels_static
+
+    submission = create(make_zip({kernel_name(1, 1): demo_kernel(1, 1), kernel_name(1, 1, 1): demo_kernel(1, 1, 1)}))
+    audit_kernels_static.run(list(submission.kernels.values_list("pk", flat=True)))  # what the worker runs
+    hack = Kernel.objects.get(submission=submission, sample=1)  # the shape-guard identity
+    clean = Kernel.objects.get(submission=submission, sample=0)
+    assert AuditFlag.objects.filter(kernel=hack, source="rule", severity__in=["medium", "high"]).exists()
+    assert not AuditFlag.objects.filter(kernel=clean, verdict__in=["suspicious", "hack"]).exists()
 
 
 def test_hardware_picks_the_queue(demo_problems, sent, django_capture_on_commit_callbacks) -> None:
