@@ -122,7 +122,7 @@ def extra_table(folder: Path) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", type=Path, default=Path("tests/audit/corpus"))
-    parser.add_argument("--problems", type=Path, default=Path("../shared/datasets/kernelbench/problems.jsonl"))
+    parser.add_argument("--problems", type=Path, default=Path("leaderboard/data/kernelbench/problems.jsonl"))
     parser.add_argument("--extra", type=Path, nargs="*", default=[], help="more folders with exploits/ and legit/")
     args = parser.parse_args()
     print("\n".join(corpus_table(args.corpus)))

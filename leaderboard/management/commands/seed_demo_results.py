@@ -34,7 +34,7 @@ TORCH_VERSION = "2.13.0+synthetic"
 COMPUTE_BOUND = ("matmul", "Linear", "Conv", "conv", "bmm", "Gemm", "Matmul", "LSTM", "GRU", "Attention", "einsum")
 # Paper: the reference itself is NaN/Inf under these (level, id, distribution) configurations; skipped, not failed.
 SKIPPED = {(1, 90, "D2"), (1, 98, "D4")}
-DEFAULT_JSONL = Path(settings.BASE_DIR).parent / "shared" / "datasets" / "kernelbench" / "problems.jsonl"
+DEFAULT_JSONL = Path(settings.BASE_DIR) / "leaderboard" / "data" / "kernelbench" / "problems.jsonl"
 
 
 @dataclass
