@@ -23,7 +23,10 @@ migrate: install
 
 demo: migrate
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py load_demo
-	@if [ -n "$(KERNELBENCH)" ]; then DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py import_problems "$(KERNELBENCH)"; fi
+	@if [ -n "$(KERNELBENCH)" ]; then \
+		DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py import_problems "$(KERNELBENCH)" && \
+		DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py import_baselines \
+			benchmarks/results/baselines-h200.jsonl --hardware h200 2>/dev/null; fi
 
 # Web server and one CPU worker on the embedded defaults (SQLite + filesystem broker under var/).
 run: demo

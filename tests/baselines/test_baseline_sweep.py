@@ -68,3 +68,17 @@ def test_sweep_measures_every_problem_and_import_stores_both_precisions(tmp_path
     call_command("import_baselines", str(sweep), hardware="cpu-test", problem_set="demo", stdout=StringIO(),
                  stderr=StringIO())  # fmt: skip
     assert Baseline.objects.filter(hardware="cpu-test").count() == 8
+
+
+@pytest.mark.django_db
+def test_committed_h200_sweep_matches_the_shipped_problem_set(problems_jsonl):
+    """The H200 figures in benchmarks/results attach to the exact sources they were measured on."""
+    call_command("import_problems", str(problems_jsonl), stdout=StringIO())
+    sweep = REPO_ROOT / "benchmarks" / "results" / "baselines-h200.jsonl"
+    call_command("import_baselines", str(sweep), hardware="h200", stdout=StringIO(), stderr=StringIO())
+    stored = Baseline.objects.filter(hardware="h200")
+    assert stored.values("problem").distinct().count() == 235
+    assert stored.count() == 470  # TF32 and FP32 for each
+    matmul = {b.precision: b.median_ms for b in stored.filter(problem__level=1, problem__problem_id=1)}
+    assert matmul["fp32"] / matmul["tf32"] > 5  # the TF32 effect on the 4096 matmul
+    assert stored.first().torch_version.startswith("2.11")
