@@ -95,4 +95,6 @@ def test_constant_reference_is_detected(evaluate):
 def test_stale_memory_garbage_is_caught(evaluate):
     record = evaluate("relu", "stale_garbage")
     assert record["correct"] is False
-    assert check(record, "determinism")["passed"] is False or "NaN" in dist(record, "D1")["error"]
+    # Caught by the gate either way: the poisoned allocator hands back NaN, or (when malloc returns fresh zeroed pages,
+    # as it does under memory pressure on CPU) half the output is zero; the determinism re-run is best effort on CPU.
+    assert check(record, "determinism")["passed"] is False or dist(record, "D1")["passed"] is False
