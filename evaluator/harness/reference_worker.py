@@ -228,11 +228,20 @@ class Reference:
 
     def fresh_sets(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Input sets the candidate has never seen (the fresh-input timing probe), with their references."""
+        times: list[float] = []
         for offset, (seed, path) in enumerate(zip(msg["seeds"], msg["paths"], strict=True)):
             inputs = self._inputs(int(seed), 1.0)
             self.recheck_refs[int(msg["start"]) + offset] = self._forward(inputs)
             torch.save(inputs, path)
-        return {}
+            # The baseline on the same new inputs, moments before the candidate's calls: a paired comparison that
+            # load drift on a shared machine cannot skew (warm call first, as on the candidate side).
+            sets, self.sets = self.sets, [inputs]
+            try:
+                self._run_block(self.model, True, 1, 0)
+                times += self._run_block(self.model, True, 1, 0)[0]
+            finally:
+                self.sets = sets
+        return {"times": times}
 
     def recheck(self, msg: dict[str, Any]) -> dict[str, Any]:
         results = {}
