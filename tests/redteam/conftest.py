@@ -12,8 +12,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import redteam_suite  # noqa: E402 - needs the path above
 
-VERDICTS: dict[str, redteam_suite.Verdict] = {}
-
 
 @pytest.fixture(scope="session")
 def redteam_results(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
@@ -28,16 +26,13 @@ def redteam_results(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     return redteam_suite.run_cases(cases, jobs=2, work_root=tmp_path_factory.mktemp("redteam-work"))
 
 
-def record_verdict(verdict: redteam_suite.Verdict) -> None:
-    VERDICTS[verdict.case_id] = verdict
-
-
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if VERDICTS:
-        line = redteam_suite.summary_line(VERDICTS.values())
+    verdicts = redteam_suite.VERDICTS  # filled by test_redteam.py (one module object: imported by name)
+    if verdicts:
+        line = redteam_suite.summary_line(verdicts.values())
         terminalreporter.write_sep("-", "red team")
         terminalreporter.write_line(f"redteam: {line}")
-        for verdict in VERDICTS.values():
+        for verdict in verdicts.values():
             if not verdict.ok:
                 terminalreporter.write_line(
                     f"  not {'passed' if verdict.legit else 'caught'}: {verdict.case_id} "

@@ -57,8 +57,9 @@ DEFAULT_MAX_SPEEDUP = 1.5
 CONTROL_FACTOR = 1.3  # an exploit may not beat its honest twin (same kernel, no trick) by more than measurement noise
 _HEADER = re.compile(r"^#\s*redteam-([a-z-]+):\s?(.*)$")
 
-# Results of this process's evaluations, by case id: the pytest summary hook reads them.
+# Results and verdicts of this process's evaluations, by case id: the pytest summary hook reads them.
 RESULTS: dict[str, dict[str, Any]] = {}
+VERDICTS: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)
@@ -323,8 +324,15 @@ def _abuse_run(case: Case, work_root: Path, options: dict[str, Any] | None) -> d
     return result
 
 
+# Cases judged without a speedup still get timed (the timed-output re-check and the fresh-input probe run there), but
+# a shorter timing phase is enough for them: it keeps the CPU suite within its few minutes.
+LIGHT_TIMING = {"standard_trials": 1, "max_calls": 20, "timing_budget_s": 1.0}
+
+
 def run_one(case: Case, *, work_root: Path, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Evaluate one case; exceptions from the runner itself become a result with status "runner_exception"."""
+    if case.device == "cpu" and not timing_sensitive(case):
+        options = {**LIGHT_TIMING, **(options or {})}
     started = time.monotonic()
     try:
         if case.kind == "abuse":

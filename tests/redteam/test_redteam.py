@@ -11,7 +11,6 @@ import re
 
 import pytest
 import redteam_suite as rs
-from conftest import record_verdict
 
 CPU_CASES = rs.load_cases(("exploit", "legit", "abuse"))
 GPU_CASES = rs.load_cases(("gpu",))
@@ -22,7 +21,7 @@ GPU_ONLY = {"A1", "A8"}
 
 def _check(case: rs.Case, result: dict) -> None:
     verdict = rs.judge(case, result)
-    record_verdict(verdict)
+    rs.VERDICTS[verdict.case_id] = verdict
     if verdict.ok:
         return
     if case.known_gap:

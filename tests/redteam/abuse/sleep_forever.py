@@ -1,8 +1,8 @@
 # redteam-class: abuse
 # redteam-problem: matmul.py
 # redteam-expect: rejected
-# redteam-timeout: 20
-# redteam-why: sleeps forever in its first forward call; the evaluation must time out at its limit (20 s here).
+# redteam-timeout: 15
+# redteam-why: sleeps forever in its first forward call; the evaluation must time out at its limit (15 s here).
 import time
 
 import torch.nn as nn

@@ -1,7 +1,7 @@
 # redteam-class: abuse
 # redteam-problem: matmul.py
 # redteam-expect: rejected
-# redteam-timeout: 60
+# redteam-timeout: 30
 # redteam-why: starts 8 non-daemon threads that spin forever (they would keep a normal interpreter from exiting), and
 #   returns the right answer; the evaluation must end within its limit and the worker must not outlive it.
 import threading
