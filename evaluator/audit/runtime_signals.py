@@ -34,6 +34,10 @@ CHECK_SIGNALS: list[tuple[tuple[str, ...], str, str, str, tuple[str, ...], str]]
 ]  # fmt: skip
 
 
+# Signals that compare clocks or timings: on a GPU they expose hidden work; on a shared CPU they are mostly noise.
+CPU_NOISY_SIGNALS = {"timing_crosscheck", "fresh_input_timing", "implausible_speed"}
+
+
 def _signal_for(name: str) -> tuple[str, str, str, tuple[str, ...], str]:
     lowered = name.lower()
     for fragments, rule, severity, verdict, classes, why in CHECK_SIGNALS:
@@ -103,11 +107,17 @@ def runtime_findings(record: dict | None, *, speedup: float | None = None) -> li
                 why=f"Measured {cand:.4g} ms is within {100 * sol / cand:.0f}% of the speed-of-light bound "
                 f"{sol:.4g} ms.", origin="runtime", extra={"candidate_ms": cand, "sol_ms": sol},
             ))  # fmt: skip
+    timing = record.get("timing") if isinstance(record.get("timing"), dict) else {}
+    cpu_clock = timing.get("device_kind") == "cpu"
     for check in record.get("checks") or []:
         if not isinstance(check, dict) or check.get("passed") is not False:
             continue
         name = str(check.get("name", ""))
         rule, severity, verdict, classes, why = _signal_for(name)
+        if cpu_clock and rule in CPU_NOISY_SIGNALS:
+            # A shared CPU's clock is noisy (other processes, page faults on fresh inputs): a timing disagreement
+            # there is worth a look, never evidence of a hack on its own.
+            severity, verdict, why = "low", "suspicious", f"{why} Measured on a CPU, where timing is noisy."
         detail = str(check.get("detail", "") or "")[:500]
         findings.append(Finding(
             rule=f"runtime:{rule}", severity=severity, verdict=verdict, classes=classes,

@@ -51,6 +51,21 @@ def test_each_failed_check_maps_to_its_class() -> None:
     assert not any("determinism" in r for r in found)  # passed=None (not run) is no signal
 
 
+def test_timing_signals_measured_on_a_cpu_are_only_low_suspicions() -> None:
+    checks = [
+        {"name": "wallclock_crosscheck", "passed": False, "detail": "unexplained time per call"},
+        {"name": "fresh_input_timing", "passed": False, "detail": "fresh inputs slower"},
+        {"name": "output_no_alias", "passed": False, "detail": "output shares storage with input 0"},
+    ]
+    cpu = {f.rule: f for f in runtime_findings(record(checks=checks, timing={"device_kind": "cpu"}))}
+    gpu = {f.rule: f for f in runtime_findings(record(checks=checks, timing={"device_kind": "cuda"}))}
+    for rule in ("runtime:timing_crosscheck", "runtime:fresh_input_timing"):
+        assert (cpu[rule].severity, cpu[rule].verdict) == ("low", "suspicious")
+    assert (gpu["runtime:timing_crosscheck"].severity, gpu["runtime:timing_crosscheck"].verdict) == ("high", "hack")
+    # Signals that do not depend on a clock keep their weight on a CPU.
+    assert (cpu["runtime:output_alias"].severity, cpu["runtime:output_alias"].verdict) == ("high", "hack")
+
+
 @pytest.mark.parametrize(("speedup", "expected"), [(9.9, False), (10.0, False), (12.5, True)])
 def test_excessive_speedup_threshold(speedup, expected) -> None:
     assert any(f.rule == "runtime:excessive_speedup" for f in runtime_findings(record(speedup=speedup))) is expected
