@@ -20,23 +20,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from evaluator.harness.protocol import Options, Spec, empty_result, shorten, validate_result
+from evaluator.harness.protocol import ENV_PASSTHROUGH, Options, Spec, empty_result, shorten, validate_result
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GRACE_SECONDS = 30.0  # the harness enforces `timeout` itself; this is the backstop
-_ENV_PASSTHROUGH = (
-    "PATH",
-    "LD_LIBRARY_PATH",
-    "CUDA_HOME",
-    "CUDA_PATH",
-    "CUDA_VISIBLE_DEVICES",
-    "TORCH_CUDA_ARCH_LIST",
-    "MAX_JOBS",
-    "NCCL_NVLS_ENABLE",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-    "NVSHMEM_DISABLE_NVLS",
-    "LANG",
-)
 
 
 class InfraError(Exception):
@@ -45,7 +32,7 @@ class InfraError(Exception):
 
 def _harness_env(home: Path) -> dict[str, str]:
     """Built from scratch: never SECRET_KEY, DATABASE_URL, CELERY_BROKER_URL or DJANGO_SETTINGS_MODULE."""
-    env = {key: os.environ[key] for key in _ENV_PASSTHROUGH if key in os.environ}
+    env = {key: os.environ[key] for key in ENV_PASSTHROUGH if key in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update(
         HOME=str(home),

@@ -12,6 +12,21 @@ from typing import Any
 
 HARNESS_VERSION = "1.0.0"
 
+# Variables a harness process may inherit: tool locations and GPU selection only, never credentials or Django settings.
+ENV_PASSTHROUGH = (
+    "PATH",
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "TORCH_CUDA_ARCH_LIST",
+    "MAX_JOBS",
+    "NCCL_NVLS_ENABLE",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "NVSHMEM_DISABLE_NVLS",
+    "LANG",
+)
+
 STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "rejected")
 DISTRIBUTIONS: tuple[tuple[str, float], ...] = (("D1", 1.0), ("D2", 3.0), ("D3", 0.01), ("D4", -1.0))
 CHECK_NAMES = (

@@ -18,22 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from evaluator.harness.protocol import ENV_PASSTHROUGH
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
-# Variables a worker may inherit: tool locations and GPU selection only, never credentials or Django settings.
-ENV_PASSTHROUGH = (
-    "PATH",
-    "LD_LIBRARY_PATH",
-    "CUDA_HOME",
-    "CUDA_PATH",
-    "CUDA_VISIBLE_DEVICES",
-    "TORCH_CUDA_ARCH_LIST",
-    "MAX_JOBS",
-    "NCCL_NVLS_ENABLE",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-    "NVSHMEM_DISABLE_NVLS",
-    "LANG",
-)
 
 
 class WorkerError(Exception):
