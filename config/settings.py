@@ -126,6 +126,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # `collectstatic` fills it for production
+# Serve app and package static files straight from their folders when collectstatic has not run (tests, make run).
+WHITENOISE_USE_FINDERS = True
 
 # --- Celery ---------------------------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.getenv("CELERY_BROKER_URL") or os.getenv("REDIS_URL") or "filesystem://"
