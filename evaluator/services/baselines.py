@@ -5,13 +5,32 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.db import transaction
 
 from evaluator.models import Baseline
+from evaluator.services.values import finite_number
 from leaderboard.models import Problem
 
 PRECISIONS = {p.value for p in Baseline.Precision}
+
+
+def baseline_fields(stats: Any, *, peak: Any = None, extra: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Baseline columns from one timing summary (`{median_ms, iqr_ms, mean_ms, calls, ...}`), sanitised; None when
+    it has no usable median. Shared by the evaluation path and the sweep import so both store the same shape."""
+    median = finite_number(stats.get("median_ms"), positive=True) if isinstance(stats, dict) else None
+    if median is None:
+        return None
+    calls = stats.get("calls")
+    return {
+        "median_ms": median,
+        "iqr_ms": finite_number(stats.get("iqr_ms")),
+        "mean_ms": finite_number(stats.get("mean_ms")),
+        "calls": calls if isinstance(calls, int) and not isinstance(calls, bool) and calls >= 0 else 0,
+        "peak_memory_bytes": peak if isinstance(peak, int) and not isinstance(peak, bool) and peak >= 0 else None,
+        "stats": {**stats, **(extra or {})},
+    }
 
 
 @dataclass
@@ -45,22 +64,17 @@ def baselines_import(*, path: Path, hardware: str, problem_set: str) -> Baseline
             continue
         report.problems += 1
         for precision, stats in row.get("precisions", {}).items():
-            if precision not in PRECISIONS or not stats.get("median_ms"):
-                report.skipped.append(f"{label} {precision}: {stats.get('error', 'not measured')[:200]}")
+            extra = {"source": "baseline sweep", "environment": environment}
+            fields = (
+                baseline_fields(stats, peak=stats.get("peak_memory_bytes"), extra=extra)
+                if precision in PRECISIONS
+                else None
+            )
+            if fields is None:
+                report.skipped.append(f"{label} {precision}: {str(stats.get('error', 'not measured'))[:200]}")
                 continue
             Baseline.objects.update_or_create(
-                problem=problem,
-                hardware=hardware,
-                torch_version=torch_version,
-                precision=precision,
-                defaults={
-                    "median_ms": stats["median_ms"],
-                    "iqr_ms": stats.get("iqr_ms"),
-                    "mean_ms": stats.get("mean_ms"),
-                    "calls": stats.get("calls") or 0,
-                    "peak_memory_bytes": stats.get("peak_memory_bytes"),
-                    "stats": {**stats, "source": "baseline sweep", "environment": environment},
-                },
+                problem=problem, hardware=hardware, torch_version=torch_version, precision=precision, defaults=fields
             )
             report.stored += 1
     return report

@@ -22,6 +22,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluator.models import Baseline, DistributionResult, Evaluation
+from evaluator.services.baselines import baseline_fields
+from evaluator.services.values import finite_number as _number
 from leaderboard.models import Kernel, Submission
 
 log = logging.getLogger(__name__)
@@ -158,14 +160,6 @@ def finite(value: Any) -> Any:
     return value
 
 
-def _number(value: Any, *, positive: bool = False) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    if positive and value <= 0:
-        return None
-    return float(value)
-
-
 def _flag(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
@@ -261,30 +255,21 @@ def _store_baselines(evaluation: Evaluation, record: dict[str, Any], timing: dic
     torch_version = str(environment.get("torch") or "unknown")[:64]
     memory = record.get("memory") if isinstance(record.get("memory"), dict) else {}
     for precision, key in BASELINE_KEYS.items():
-        stats = timing.get(key)
-        median = _number(stats.get("median_ms"), positive=True) if isinstance(stats, dict) else None
-        if median is None:
-            continue
-        calls = stats.get("calls")
         peak = memory.get("baseline_peak_bytes") if precision == Baseline.Precision.TF32 else None
+        extra = {
+            "method": timing.get("method"),
+            "device_kind": timing.get("device_kind"),
+            "evaluation_id": evaluation.pk,
+        }
+        fields = baseline_fields(timing.get(key), peak=peak, extra=extra)
+        if fields is None:
+            continue
         Baseline.objects.get_or_create(
             problem_id=evaluation.kernel.problem_id,
             hardware=evaluation.hardware,
             torch_version=torch_version,
             precision=precision,
-            defaults={
-                "median_ms": median,
-                "iqr_ms": _number(stats.get("iqr_ms")),
-                "mean_ms": _number(stats.get("mean_ms")),
-                "calls": calls if isinstance(calls, int) and calls >= 0 else 0,
-                "stats": {
-                    **stats,
-                    "method": timing.get("method"),
-                    "device_kind": timing.get("device_kind"),
-                    "evaluation_id": evaluation.pk,
-                },
-                "peak_memory_bytes": peak if isinstance(peak, int) and not isinstance(peak, bool) else None,
-            },
+            defaults=fields,
         )
 
 
