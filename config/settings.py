@@ -169,6 +169,8 @@ EVALUATOR_MAX_ATTEMPTS = envint("EVALUATOR_MAX_ATTEMPTS", 3)
 EVALUATOR_WORK_DIR = Path(os.getenv("EVALUATOR_WORK_DIR", VAR_DIR / "work"))
 EVALUATOR_COMPILE_CACHE_DIR = Path(os.getenv("EVALUATOR_COMPILE_CACHE_DIR", VAR_DIR / "compile-cache"))
 EVALUATOR_PYTHON = os.getenv("EVALUATOR_PYTHON", "")  # interpreter for the harness; default: this one
+# Evaluations on one GPU (a worker with -c > 1) share it for correctness and take turns for timing (gpu_lock.py).
+EVALUATOR_GPU_LOCK_DIR = Path(os.getenv("EVALUATOR_GPU_LOCK_DIR", VAR_DIR / "gpu-locks"))
 
 # --- Uploads --------------------------------------------------------------------------------------------------
 BUNDLE_MAX_BYTES = envint("BUNDLE_MAX_BYTES", 20 * 1024 * 1024)

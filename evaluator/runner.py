@@ -70,9 +70,11 @@ def run_evaluation(
     compile_cache_dir: Path | None = None,
     python: str | None = None,
     options: dict | None = None,
+    env: dict[str, str] | None = None,
 ) -> dict:
     """Evaluate one kernel against one problem in an isolated subprocess and return the result record.
 
+    `env` may override allow-listed variables only (e.g. CUDA_VISIBLE_DEVICES to pin one evaluation to a GPU).
     Compile errors, wrong answers, crashes and timeouts come back as records; InfraError is raised only when the
     harness itself could not run (cannot spawn, disk full, harness crash that is not the kernel's doing).
     """
@@ -98,7 +100,7 @@ def run_evaluation(
         )
         spec_path = work / "harness" / "spec.json"
         spec_path.write_text(spec.to_json())
-        return _spawn(spec, spec_path, work)
+        return _spawn(spec, spec_path, work, env or {})
     except OSError as exc:
         raise InfraError(f"cannot prepare or run the harness: {exc}") from exc
     finally:
@@ -106,14 +108,14 @@ def run_evaluation(
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _spawn(spec: Spec, spec_path: Path, work: Path) -> dict:
+def _spawn(spec: Spec, spec_path: Path, work: Path, env: dict[str, str]) -> dict:
     read_fd, write_fd = os.pipe()
     log_path = work / "harness" / "harness.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [spec.python, "-m", "evaluator.harness", "--spec", str(spec_path), "--channel-fd", str(write_fd)],
             cwd=work / "harness",
-            env=_harness_env(work / "harness"),
+            env=_harness_env(work / "harness") | {k: v for k, v in env.items() if k in ENV_PASSTHROUGH},
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
@@ -148,6 +150,8 @@ def _spawn(spec: Spec, spec_path: Path, work: Path) -> dict:
                 events.append(event)
                 if event.get("event") == "worker" and isinstance(event.get("pid"), int):
                     worker_pids.append(event["pid"])
+                if event.get("event") == "gpu_wait" and isinstance(event.get("seconds"), int | float):
+                    deadline += max(0.0, float(event["seconds"]))  # queued behind other evaluations' timing
     finally:
         os.close(read_fd)
         _kill_group(proc.pid)

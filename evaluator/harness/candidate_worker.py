@@ -29,8 +29,9 @@ import torch.utils.cpp_extension
 
 from evaluator.harness import timing as _timing_module
 from evaluator.harness import worker_base as _base_module
+from evaluator.harness.handover import export_cuda
 from evaluator.harness.timing import time_calls
-from evaluator.harness.worker_base import L2Flusher, poison_allocator, serve, set_precision
+from evaluator.harness.worker_base import L2Flusher, load_problem, make_inputs, poison_allocator, serve, set_precision
 
 # --- references captured before any candidate code exists (A4 timer tampering, C1 checker patching) ------------
 _WATCHED = (
@@ -82,6 +83,8 @@ _sync = torch.cuda.synchronize
 _equal = torch.equal
 _save = torch.save
 _load = torch.load
+_export = export_cuda
+_make_inputs = make_inputs
 _Tensor = torch.Tensor
 _type = builtins.type
 _isinstance = builtins.isinstance
@@ -146,6 +149,9 @@ class Candidate:
         self.flusher: L2Flusher | None = None
         self.task_base: int | None = None
         self.kept: dict[int, Any] = {}
+        self.problem: dict[str, Any] = {}
+        self.ipc = False
+        self.exports: list[torch.Tensor] = []  # outputs shared by CUDA IPC, alive until the orchestrator's release
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Import the kernel (this compiles load_inline / Triton code), then build ModelNew with seed 42."""
@@ -206,9 +212,50 @@ class Candidate:
                 state[name].copy_(value)
         return {"loaded": len(values)}
 
+    def set_problem(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The problem's get_inputs(), so this process can regenerate the clean side's inputs from a seed."""
+        self.problem = load_problem(msg["source"])
+        return {}
+
+    def _inputs(self, seed: int, scale: float = 1.0) -> list[Any]:
+        return _make_inputs(self.problem, int(seed), float(scale), self.device)
+
+    def probe_handover(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Export a known tensor by CUDA IPC; the orchestrator asks the reference worker to read it back."""
+        if not self.device.startswith("cuda"):
+            return {"desc": None}
+        probe = torch.arange(1024, dtype=torch.float32, device=self.device)
+        self.exports.append(probe)
+        return {"desc": _export(probe)}
+
+    def use_ipc(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.ipc = bool(msg["ipc"])
+        self.exports = []
+        return {}
+
+    def release(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.exports = []
+        if msg.get("empty_cache") and self.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+        return {}
+
+    def _publish(self, out: torch.Tensor, path: str) -> dict[str, Any]:
+        """Hand an output to the clean side: a CUDA IPC descriptor (kept alive until release) or a file."""
+        out = _detach(out)
+        if self.ipc:
+            try:
+                desc = _export(out)
+            except Exception:  # noqa: BLE001 - memory not from the caching allocator (e.g. an extension's own)
+                out = _clone(out)
+                desc = _export(out)
+            self.exports.append(out)
+            return desc
+        _save(out, path)
+        return {"kind": "file"}
+
     def run(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """One correctness call on a clone of the clean process's inputs; the output goes to a file."""
-        inputs = _load_clean(msg["inputs_path"], self.device)
+        """One correctness call on inputs regenerated from the trial's seed; the output is published."""
+        inputs = self._inputs(msg["seed"], msg["scale"])
         pristine = [_clone(v) if _type(v) is _Tensor else v for v in inputs]
         if msg.get("poison") is not None:
             poison_allocator(self.device, float(msg["poison"]), int(msg.get("poison_bytes", 0)))
@@ -229,11 +276,11 @@ class Candidate:
             nbytes = out.numel() * out.element_size()
             if nbytes > int(msg["max_output_bytes"]):
                 return {**reply, "ok": False, "phase": "forward", "error": f"output of {nbytes} bytes is too large"}
-            _save(_detach(out), msg["out_path"])
+            reply["desc"] = self._publish(out, msg["out_path"])
         return reply
 
     def timing_setup(self, msg: dict[str, Any]) -> dict[str, Any]:
-        self.sets = [_load_clean(p, self.device) for p in msg["paths"]]
+        self.sets = [self._inputs(seed) for seed in msg["seeds"]]
         self.flusher = L2Flusher(self.device)
         self.task_base = None
         self._block(int(msg["warmup"]), 0, None)
@@ -277,10 +324,10 @@ class Candidate:
         return {"times": times, "walls": walls}
 
     def time_fresh(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """One timed call on each never-seen input set; outputs saved for the re-check (fresh-input probe)."""
+        """One timed call on each never-seen input set; outputs published for the re-check (fresh-input probe)."""
         times, walls, saved = [], [], {}
-        for offset, path in enumerate(msg["paths"]):
-            inputs = _load_clean(path, self.device)
+        for offset, (seed, path) in enumerate(zip(msg["seeds"], msg["paths"], strict=True)):
+            inputs = self._inputs(seed)
             kept: dict[int, Any] = {}
             self._block(1, offset, None)  # untimed: wake thread pools and clocks after the idle gap, as in a block
             sets, self.sets = self.sets, [inputs]
@@ -292,21 +339,15 @@ class Candidate:
             walls += w
             out = kept.get(0)
             index = str(int(msg["start"]) + offset)
-            saved[index] = None
-            if _type(out) is _Tensor:
-                saved[index] = str(self.io_dir / f"fresh_out_{index}.pt")
-                _save(_detach(out), saved[index])
+            saved[index] = self._publish(out, path) if _type(out) is _Tensor else None
         return {"times": times, "walls": walls, "saved": saved}
 
     def save_kept(self, msg: dict[str, Any]) -> dict[str, Any]:
-        saved: dict[str, str | None] = {}
+        saved: dict[str, dict[str, Any] | None] = {}
         for index, out in self.kept.items():
+            saved[str(index)] = None
             if _type(out) is _Tensor:
-                path = str(self.io_dir / f"timed_{msg['tag']}_{index}.pt")
-                _save(_detach(out), path)
-                saved[str(index)] = path
-            else:
-                saved[str(index)] = None
+                saved[str(index)] = self._publish(out, msg["paths"][str(index)])
         self.kept = {}
         return {"saved": saved}
 
@@ -361,6 +402,10 @@ def main() -> None:
             "time_fresh": state.time_fresh,
             "memory": state.memory,
             "integrity": state.integrity,
+            "set_problem": state.set_problem,
+            "probe_handover": state.probe_handover,
+            "use_ipc": state.use_ipc,
+            "release": state.release,
         }
     )
 

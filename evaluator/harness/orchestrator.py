@@ -7,6 +7,7 @@ are out of the candidate's reach.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
@@ -14,11 +15,12 @@ import shutil
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from evaluator.harness.compile_cache import CacheEntry, cache_key
+from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
 from evaluator.harness.hardening import become_subreaper, kill_adopted_children
 from evaluator.harness.protocol import (
     DISTRIBUTIONS,
@@ -92,6 +94,10 @@ class Evaluation:
         self.flags = {"plain": True, "alias": False, "unchanged": True, "shape_dtype": True}
         self.flag_details: dict[str, str] = {}
         self.output_bytes = 0
+        self.ipc = False  # outputs come back by CUDA IPC (else through files in self.io)
+        self.input_bytes: int | None = None
+        self.fresh_base_times: list[float] = []
+        self.fresh_times: list[float] = []
 
     # --- helpers ---------------------------------------------------------------------------------------------
 
@@ -99,7 +105,7 @@ class Evaluation:
         return self.deadline - time.monotonic()
 
     def seed(self) -> int:
-        value = secrets.randbits(62)  # SystemRandom; only ever sent to the clean worker
+        value = secrets.randbits(62)  # SystemRandom; the candidate learns a seed only when its trial runs
         self.seeds.append(value)
         return value
 
@@ -151,9 +157,12 @@ class Evaluation:
         """Evaluate; never raises for anything the candidate did (HarnessInfraError is the only way out)."""
         try:
             self._prepare()
-            self._correctness()
+            self._handover()
+            with self._gpu("shared"):
+                self._correctness()
             if self._should_time():
-                self._timing()
+                with self._gpu("exclusive"):
+                    self._timing()
             self._final_integrity()
             self._verdict()
         except CandidateFailed:
@@ -211,6 +220,7 @@ class Evaluation:
             }
         )
         self.info = setup["info"]
+        self.input_bytes = setup.get("input_bytes")
         self.record["environment"]["limits"] = {"host_memory_bytes": memory, **limits}
 
         started = time.monotonic()
@@ -260,49 +270,81 @@ class Evaluation:
             self.record["error"] = "compile only: nothing else was run"
             raise CandidateFailed("compile only")
 
+    @contextlib.contextmanager
+    def _gpu(self, mode: str) -> Iterator[None]:
+        """Share the GPU for correctness, own it for timing (see gpu_lock.py). Time spent queueing is added to the
+        deadline: it is not the kernel's time."""
+        if not (self.cuda and self.opts.gpu_lock_dir):
+            yield
+            return
+        lock = DeviceLock(self.opts.gpu_lock_dir, self.info.get("uuid") or self.info.get("device_name", "gpu"))
+        small = self.input_bytes is not None and self.input_bytes <= self.opts.gpu_share_max_mb << 20
+        if mode == "shared" and not small:
+            mode = "exclusive"  # gigabyte tensors: several such evaluations at once would run the device out of memory
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context((lock.shared if mode == "shared" else lock.exclusive)(self.deadline + 3600))
+            except LockTimeout as exc:
+                raise HarnessInfraError(str(exc)) from exc
+            self.deadline += lock.waited_s
+            phases = self.record["phases"]
+            phases["gpu_wait"] = round(phases.get("gpu_wait", 0.0) + lock.waited_s, 3)
+            self.emit({"event": "gpu_wait", "seconds": lock.waited_s})
+            yield
+
+    def _handover(self) -> None:
+        """Give the candidate the problem's get_inputs (inputs are regenerated from seeds on both sides, never
+        shipped) and pick how outputs travel back: CUDA IPC when the reference can open the candidate's handles."""
+        self.ask_cand({"cmd": "set_problem", "source": Path(self.spec.problem_path).read_text()})
+        self.ipc, reason = False, "cpu device" if not self.cuda else None
+        if self.cuda:
+            desc = self.ask_cand({"cmd": "probe_handover"})["desc"]
+            probe = self.ask_ref({"cmd": "probe_handover", "desc": desc})
+            self.ipc, reason = bool(probe.get("ok")), probe.get("reason")
+            self.ask_cand({"cmd": "use_ipc", "ipc": self.ipc})
+        self.record["environment"]["output_handover"] = "cuda_ipc" if self.ipc else f"file ({reason or 'probe failed'})"
+
+    def _output(self, desc: Any, path: str) -> dict[str, Any]:
+        """What the reference needs to read one published output; the path is always ours, never the kernel's."""
+        return {"desc": desc if isinstance(desc, dict) else {}, "path": path}
+
+    def _release(self) -> None:
+        if self.ipc:
+            self.ask_cand({"cmd": "release"})
+
     # --- correctness -----------------------------------------------------------------------------------------
 
     def _trial(
         self, key: str, scale: float, tol: float, *, track_constant: bool = True, determinism: bool = False
     ) -> dict[str, Any]:
-        """One trial: clean inputs + reference, candidate run, clean comparison."""
-        inputs_path = str(self.io / f"{key}_in.pt")
+        """One trial: reference on inputs from a secret seed, the candidate on the same seed's inputs, comparison."""
+        seed = self.seed()
         made = self.ask_ref(
-            {
-                "cmd": "make_trial",
-                "key": key,
-                "seed": self.seed(),
-                "scale": scale,
-                "inputs_path": inputs_path,
-                "track_constant": track_constant,
-            }
+            {"cmd": "make_trial", "key": key, "seed": seed, "scale": scale, "track_constant": track_constant}
         )
         if made.get("skipped"):
             return {"skipped": made["skipped"]}
         self.output_bytes = max(self.output_bytes, int(made["output_bytes"]))
         poison_bytes = 2 * int(made["output_bytes"]) + (64 << 20)
-        out_a = str(self.io / f"{key}_out.pt")
-        run = self._cand_run(inputs_path, out_a, float("nan"), poison_bytes)
-        result: dict[str, Any]
-        if determinism and run.get("plain"):
-            out_b = str(self.io / f"{key}_out_b.pt")
-            self._cand_run(inputs_path, out_b, 0.0, poison_bytes)
-            pair = self.ask_ref({"cmd": "compare_pair", "path_a": out_a, "path_b": out_b, "tol": VERIFIED_TOLERANCE})
+        out_a, out_b = str(self.io / f"{key}_out.pt"), str(self.io / f"{key}_out_b.pt")
+        run = self._cand_run(seed, scale, out_a, float("nan"), poison_bytes)
+        message: dict[str, Any] = {"cmd": "compare", "key": key, "output": None, "tol": tol}
+        if run.get("plain"):
+            message["output"] = self._output(run.get("desc"), out_a)
+            if determinism:
+                again = self._cand_run(seed, scale, out_b, 0.0, poison_bytes)
+                message["again"] = self._output(again.get("desc"), out_b) if again.get("plain") else None
+        result = self.ask_ref(message)  # without an output this only drops the stored reference
+        self._release()
+        if not run.get("plain"):
+            result = {"passed": False, "plain": False, "reason": f"output is {run.get('out_type')}, not torch.Tensor"}
+        if "determinism" in result:
+            pair = result["determinism"]
             detail = (
                 f"same inputs twice, allocator poisoned with NaN then 0: max abs difference {pair.get('max_abs_error')}"
             )
-            set_check(
-                self.record,
-                "determinism",
-                bool(pair.get("passed")),
-                detail if pair.get("passed") else f"{detail}; {pair.get('reason', '')}",
-            )
-        if run.get("plain"):
-            result = self.ask_ref({"cmd": "compare", "key": key, "out_path": out_a, "tol": tol})
-        else:
-            self.ask_ref({"cmd": "compare", "key": key, "out_path": out_a + ".missing", "tol": tol})  # drop the ref
-            result = {"passed": False, "plain": False, "reason": f"output is {run.get('out_type')}, not torch.Tensor"}
-        Path(inputs_path).unlink(missing_ok=True)
+            passed = bool(pair.get("passed"))
+            set_check(self.record, "determinism", passed, detail if passed else f"{detail}; {pair.get('reason', '')}")
         if result.get("plain") is False:
             self.flags["plain"] = False
             self.flag_details.setdefault("plain", result.get("reason", ""))
@@ -311,11 +353,12 @@ class Evaluation:
             self.flag_details.setdefault("shape_dtype", result.get("reason", ""))
         return result
 
-    def _cand_run(self, inputs_path: str, out_path: str, poison: float, poison_bytes: int) -> dict[str, Any]:
+    def _cand_run(self, seed: int, scale: float, out_path: str, poison: float, poison_bytes: int) -> dict[str, Any]:
         run = self.ask_cand(
             {
                 "cmd": "run",
-                "inputs_path": inputs_path,
+                "seed": seed,
+                "scale": scale,
                 "out_path": out_path,
                 "poison": poison,
                 "poison_bytes": poison_bytes,
@@ -377,6 +420,7 @@ class Evaluation:
             raise HarnessInfraError("the reference gives NaN/Inf or raises under every distribution")
         self.record["correct"] = all(d["passed"] for d in active)
         constant = self.ask_ref({"cmd": "constant"})
+        self.ask_cand({"cmd": "release", "empty_cache": True})
         self.record["reference_constant"] = constant["constant"]
         self._integrity("after correctness")
         self.phase("correctness", started)
@@ -424,19 +468,11 @@ class Evaluation:
     def _timing(self) -> None:
         started = time.monotonic()
         opts = self.opts
-        paths = [str(self.io / f"timing_{i}.pt") for i in range(opts.input_sets)]
+        seeds = [self.seed() for _ in range(opts.input_sets)]
         setup = self.ask_ref(
-            {
-                "cmd": "timing_setup",
-                "seeds": [self.seed() for _ in paths],
-                "paths": paths,
-                "warmup": opts.warmup_calls,
-                "compile": opts.compile_baseline,
-            }
+            {"cmd": "timing_setup", "seeds": seeds, "warmup": opts.warmup_calls, "compile": opts.compile_baseline}
         )
-        self.ask_cand({"cmd": "timing_setup", "paths": paths, "warmup": opts.warmup_calls})
-        for p in paths:
-            Path(p).unlink(missing_ok=True)
+        self.ask_cand({"cmd": "timing_setup", "seeds": seeds, "warmup": opts.warmup_calls})
         mem_b = self.ask_ref({"cmd": "memory"})["peak"]
         mem_c = self.ask_cand({"cmd": "memory"})["peak"]
         self.record["memory"] = {"baseline_peak_bytes": mem_b, "candidate_peak_bytes": mem_c}
@@ -446,7 +482,7 @@ class Evaluation:
         times: dict[str, list[float]] = {s: [] for s in sides}
         walls: dict[str, list[float]] = {s: [] for s in sides}
         outer: dict[str, list[tuple[float, float, int]]] = {s: [] for s in sides}  # (orchestrator wall, sum, n)
-        rechecks: dict[str, Any] = {}
+        rechecks: dict[str, dict[str, Any] | None] = {}  # timed output -> its re-check (None: not a plain tensor)
         forged: list[str] = []
         offset, rounds, budget_end = 0, 0, time.monotonic() + opts.timing_budget_s
         kept_blocks = 0
@@ -465,14 +501,14 @@ class Evaluation:
                 times[side] += block
                 walls[side] += [float(x) for x in reply["walls"]]
                 outer[side].append((wall_ms, sum(block), len(block)))
-                if side == "cand" and keep:  # decided before, revealed only after the block (A7 phase detection)
-                    reply["saved"] = self.ask_cand({"cmd": "save_kept", "tag": rounds})["saved"]
                 if side == "cand":
                     if sum(block) > wall_ms * 1.02 + 0.5:  # more time reported than elapsed: a forged clock
                         forged.append(f"block {rounds}: {sum(block):.3f} ms reported in {wall_ms:.3f} ms")
-                    if keep:
+                    if keep:  # decided before, revealed only after the block (A7 phase detection)
                         kept_blocks += 1
-                        rechecks.update({f"{rounds}:{k}": v for k, v in reply["saved"].items()})
+                        paths = {str(i): str(self.io / f"timed_{rounds}_{i}.pt") for i in range(opts.input_sets)}
+                        saved = self.ask_cand({"cmd": "save_kept", "paths": paths})["saved"]
+                        rechecks.update(self._recheck_outputs(f"block {rounds}", saved, paths))
             offset += opts.block_calls
             rounds += 1
             n = len(times["cand"])
@@ -492,32 +528,37 @@ class Evaluation:
 
     def _fresh_probe(self, rechecks: dict[str, Any]) -> None:
         """Time a few calls on input sets the kernel has never seen. The timed loop rotates through a handful of
-        sets, so a cache keyed on input contents or addresses (A6, A9) would otherwise replay most timed calls."""
+        sets, so a cache keyed on input contents or addresses (A6, A9) would otherwise replay most timed calls.
+        One set at a time: on the largest problems a set and its output are 6.4 GB each."""
         start = self.opts.input_sets
-        paths = [str(self.io / f"fresh_{i}.pt") for i in range(3 if self.opts.quick else 5)]
-        seeds = [self.seed() for _ in paths]
-        made = self.ask_ref({"cmd": "fresh_sets", "seeds": seeds, "paths": paths, "start": start})
-        self.fresh_base_times = [float(x) for x in made.get("times", [])]
-        reply = self.ask_cand({"cmd": "time_fresh", "paths": paths, "start": start})
-        for path in paths:
-            Path(path).unlink(missing_ok=True)
-        rechecks.update({f"fresh:{index}": path for index, path in reply["saved"].items()})
-        self.fresh_times = [float(x) for x in reply["times"]]
+        self.fresh_base_times, self.fresh_times = [], []
+        for index in range(start, start + (3 if self.opts.quick else 5)):
+            seed = self.seed()
+            made = self.ask_ref({"cmd": "fresh_sets", "seeds": [seed], "start": index})
+            self.fresh_base_times += [float(x) for x in made.get("times", [])]
+            paths = {str(index): str(self.io / f"fresh_out_{index}.pt")}
+            reply = self.ask_cand({"cmd": "time_fresh", "seeds": [seed], "paths": list(paths.values()), "start": index})
+            self.fresh_times += [float(x) for x in reply["times"]]
+            rechecks.update(self._recheck_outputs("fresh inputs", reply["saved"], paths))
+
+    def _recheck_outputs(self, tag: str, saved: dict[str, Any], paths: dict[str, str]) -> dict[str, Any]:
+        """Re-check timed outputs right away (then release them: they can be gigabytes each)."""
+        results: dict[str, Any] = {f"input set {i} ({tag})": None for i, desc in saved.items() if desc is None}
+        outputs = {i: self._output(desc, paths[i]) for i, desc in saved.items() if desc is not None and i in paths}
+        if outputs:
+            reply = self.ask_ref(
+                {"cmd": "recheck", "outputs": outputs, "tol": VERIFIED_TOLERANCE, "fresh_start": self.opts.input_sets}
+            )
+            results.update({f"input set {i} ({tag})": r for i, r in reply["results"].items()})
+        self._release()
+        return results
 
     def _recheck(self, rechecks: dict[str, Any]) -> None:
         missing = [k for k, v in rechecks.items() if v is None]
-        by_round: dict[str, dict[str, str]] = {}  # every kept block is checked, not only the first per input set
-        for key, path in rechecks.items():
-            if path:
-                block, index = key.split(":")
-                by_round.setdefault(block, {})[index] = path
-        results: dict[str, Any] = {}
-        for block, paths in by_round.items():
-            reply = self.ask_ref({"cmd": "recheck", "paths": paths, "tol": VERIFIED_TOLERANCE})
-            results.update({f"{i} (block {block})": r for i, r in reply["results"].items()})
-        failed = [f"input set {i}: {r.get('reason')}" for i, r in results.items() if not r.get("passed")]
+        checked = {k: v for k, v in rechecks.items() if v is not None}
+        failed = [f"{k}: {r.get('reason')}" for k, r in checked.items() if not r.get("passed")]
         ok = not failed and not missing
-        detail = f"{len(results)} timed outputs re-checked against the fp32 reference at {VERIFIED_TOLERANCE:g}"
+        detail = f"{len(checked)} timed outputs re-checked against the fp32 reference at {VERIFIED_TOLERANCE:g}"
         if missing:
             detail += f"; {len(missing)} timed outputs were not plain tensors"
         if failed:

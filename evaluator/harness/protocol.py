@@ -97,6 +97,8 @@ class Options:
     file_size_mb: int = 16384
     max_output_mb: int = 16384
     keep_workdir: bool = False
+    gpu_lock_dir: str = ""  # set: evaluations sharing a GPU take turns for timing (gpu_lock.py)
+    gpu_share_max_mb: int = 1024  # larger input sets (or unknown sizes) take the GPU alone for correctness too
 
     @classmethod
     def build(cls, options: dict[str, Any] | None = None) -> Options:

@@ -19,19 +19,22 @@ if __name__ == "__main__":
 import torch
 
 from evaluator.harness.compare import compare_outputs, nonfinite
+from evaluator.harness.handover import open_cuda
+from evaluator.harness.protocol import VERIFIED_TOLERANCE
 from evaluator.harness.timing import time_calls
 from evaluator.harness.worker_base import (
     L2Flusher,
     clone_all,
     device_info,
+    load_problem,
     load_trusted,
+    make_inputs,
     precision_flags,
     serve,
     set_precision,
     short_exception,
     sync,
     tensor_bytes,
-    to_device,
 )
 
 
@@ -58,39 +61,33 @@ class Reference:
         if self.device.startswith("cuda"):
             torch.cuda.set_device(0)
             torch.cuda.set_per_process_memory_fraction(float(msg["gpu_memory_fraction"]))
-        source = Path(msg["problem_path"]).read_text()
-        self.ns = {"__name__": "kernelbench_problem"}
-        exec(compile(source, "problem.py", "exec"), self.ns)  # noqa: S102 - the problem file is trusted
-        for name in ("Model", "get_inputs", "get_init_inputs"):
-            if name not in self.ns:
-                raise ValueError(f"problem file defines no {name}")
+        self.ns = load_problem(Path(msg["problem_path"]).read_text())
         init = list(self.ns["get_init_inputs"]())
         torch.save(init, msg["init_path"])
         self.model = self._build(init)
         set_precision(False)
-        return {"info": device_info(self.device), "flags": precision_flags()}
+        return {"info": device_info(self.device), "flags": precision_flags(), "input_bytes": self._input_bytes()}
+
+    def _input_bytes(self) -> int | None:
+        """Size of one input set, from get_inputs() on the meta device (nothing allocated); None if it won't run."""
+        try:
+            with torch.device("meta"):
+                return tensor_bytes(list(self.ns["get_inputs"]()))
+        except Exception:  # noqa: BLE001 - an estimate only
+            return None
 
     def _build(self, init: list[Any]) -> torch.nn.Module:
         torch.manual_seed(42)  # KernelBench convention: seed 42 before each construction
         return self.ns["Model"](*init).to(self.device)
 
     def _inputs(self, seed: int, scale: float) -> list[Any]:
-        """Inputs from get_inputs() under a secret seed, generated on the device, float tensors scaled."""
-        with torch.device(self.device):
-            torch.manual_seed(seed)
-            raw = list(self.ns["get_inputs"]())
-        inputs = []
-        for value in to_device(raw, self.device):
-            if isinstance(value, torch.Tensor) and value.is_floating_point() and scale != 1.0:
-                value = value * scale
-            inputs.append(value)
-        return inputs
+        return make_inputs(self.ns, seed, scale, self.device)
 
-    def _forward(self, inputs: list[Any]) -> torch.Tensor:
+    def _forward(self, inputs: list[Any], *, keep_inputs: bool = True) -> torch.Tensor:
         set_precision(False)  # the reference for correctness is full fp32
         assert self.model is not None
         with torch.no_grad():
-            out = self.model(*clone_all(inputs))
+            out = self.model(*(clone_all(inputs) if keep_inputs else inputs))
         sync(self.device)
         if type(out) is not torch.Tensor:
             raise TypeError(f"reference returned {type(out).__name__}, not a tensor")
@@ -104,7 +101,6 @@ class Reference:
             return {"skipped": f"reference raised: {short_exception(exc, 400)}"}
         if nonfinite(ref):
             return {"skipped": "reference output has NaN/Inf"}
-        torch.save(inputs, msg["inputs_path"])
         self.refs[msg["key"]] = ref
         if msg.get("track_constant", True):
             if self.first_ref is None:
@@ -115,30 +111,56 @@ class Reference:
         return {"skipped": None, "output_bytes": tensor_bytes(ref), "input_bytes": tensor_bytes(inputs)}
 
     def compare(self, msg: dict[str, Any]) -> dict[str, Any]:
-        ref = self.refs[msg["key"]] if msg.get("keep") else self.refs.pop(msg["key"])
-        return self._compare_file(msg["out_path"], ref, float(msg["tol"]))
-
-    def _compare_file(self, path: str, ref: torch.Tensor, tol: float) -> dict[str, Any]:
+        """The candidate's output against the stored reference; with `again`, also the determinism pair (the same
+        inputs run twice, the allocator poisoned with NaN then 0). Without an output it only drops the reference."""
+        ref = self.refs.pop(msg["key"])
+        if msg.get("output") is None:
+            return {"passed": False, "plain": False, "reason": "no output to compare"}
         try:
-            out = load_trusted(path, self.device)
-        except Exception as exc:  # noqa: BLE001 - a subclass or code in the pickle: not a plain tensor
-            return {"passed": False, "plain": False, "reason": f"output file is not a plain tensor: {exc}"[:300]}
+            out = self._receive(msg["output"])
+        except Exception as exc:  # noqa: BLE001 - a subclass, code in a pickle, a forged handle: not a plain tensor
+            return {"passed": False, "plain": False, "reason": f"output is not a plain tensor: {exc}"[:300]}
+        result = compare_outputs(out, ref, float(msg["tol"]))
+        if "again" in msg:
+            if msg["again"] is None:
+                result["determinism"] = {"passed": False, "reason": "the second run returned no plain tensor"}
+            elif type(out) is torch.Tensor:
+                result["determinism"] = self._compare_output(msg["again"], out, VERIFIED_TOLERANCE)
+            else:
+                result["determinism"] = {"passed": False, "reason": "output is not a plain tensor"}
+        return result
+
+    def _receive(self, output: dict[str, Any]) -> Any:
+        """The candidate's output, by the hand-over its worker used (see handover.py); the file is removed after."""
+        desc = output.get("desc") or {}
+        if desc.get("kind") == "cuda_ipc":
+            return open_cuda(desc, self.device)
+        try:
+            return load_trusted(output["path"], self.device)
         finally:
-            Path(path).unlink(missing_ok=True)
+            Path(output["path"]).unlink(missing_ok=True)
+
+    def _compare_output(self, output: dict[str, Any], ref: torch.Tensor, tol: float) -> dict[str, Any]:
+        try:
+            out = self._receive(output)
+        except Exception as exc:  # noqa: BLE001 - a subclass, code in a pickle, a forged handle: not a plain tensor
+            return {"passed": False, "plain": False, "reason": f"output is not a plain tensor: {exc}"[:300]}
         return compare_outputs(out, ref, tol)
 
-    def compare_pair(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Determinism: two candidate outputs of the same inputs, computed after different allocator poisons."""
+    def probe_handover(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Can this process open the candidate's CUDA IPC handles? (Not across some container boundaries.)"""
         try:
-            first = load_trusted(msg["path_a"], self.device)
-        except Exception as exc:  # noqa: BLE001
-            return {"passed": False, "reason": f"output file is not a plain tensor: {exc}"[:300]}
-        if type(first) is not torch.Tensor:
-            return {"passed": False, "reason": "output is not a plain tensor"}
-        return self._compare_file(msg["path_b"], first, float(msg["tol"]))
+            got = open_cuda(msg["desc"], self.device)
+        except Exception as exc:  # noqa: BLE001 - the answer is "no", with the reason
+            return {"ok": False, "reason": short_exception(exc, 300)}
+        want = torch.arange(got.numel(), dtype=got.dtype, device=got.device)
+        return {"ok": bool(torch.equal(got, want)), "reason": None}
 
     def constant_state(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.first_ref = None  # not needed after correctness; frees device memory before timing
+        self.refs.clear()
+        if self.device.startswith("cuda"):
+            torch.cuda.empty_cache()  # give cached blocks back while this evaluation queues for the timing lock
         return {"constant": self.constant if self.ref_count >= 2 else None, "count": self.ref_count}
 
     def randomise(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -169,10 +191,9 @@ class Reference:
     def timing_setup(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.sets = []
         self.recheck_refs = {}
-        for index, (seed, path) in enumerate(zip(msg["seeds"], msg["paths"], strict=True)):
+        for index, seed in enumerate(msg["seeds"]):
             inputs = self._inputs(int(seed), 1.0)
             self.recheck_refs[index] = self._forward(inputs)
-            torch.save(inputs, path)
             self.sets.append(inputs)
         self.flusher = L2Flusher(self.device)
         reply: dict[str, Any] = {"flush": self.flusher.detail, "compile_error": None}
@@ -229,10 +250,11 @@ class Reference:
     def fresh_sets(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Input sets the candidate has never seen (the fresh-input timing probe), with their references."""
         times: list[float] = []
-        for offset, (seed, path) in enumerate(zip(msg["seeds"], msg["paths"], strict=True)):
+        for offset, seed in enumerate(msg["seeds"]):
             inputs = self._inputs(int(seed), 1.0)
-            self.recheck_refs[int(msg["start"]) + offset] = self._forward(inputs)
-            torch.save(inputs, path)
+            # No defensive clone: these inputs serve one paired baseline call and are dropped (device memory on
+            # 6.4 GB problems).
+            self.recheck_refs[int(msg["start"]) + offset] = self._forward(inputs, keep_inputs=False)
             # The baseline on the same new inputs, moments before the candidate's calls: a paired comparison that
             # load drift on a shared machine cannot skew (warm call first, as on the candidate side).
             sets, self.sets = self.sets, [inputs]
@@ -244,9 +266,13 @@ class Reference:
         return {"times": times}
 
     def recheck(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Timed outputs against the fp32 references of their input sets; fresh-set references are used once."""
         results = {}
-        for index, path in msg["paths"].items():
-            results[index] = self._compare_file(path, self.recheck_refs[int(index)], float(msg["tol"]))
+        for index, output in msg["outputs"].items():
+            ref = self.recheck_refs[int(index)]
+            if int(index) >= int(msg["fresh_start"]):
+                self.recheck_refs.pop(int(index))
+            results[index] = self._compare_output(output, ref, float(msg["tol"]))
         return {"results": results}
 
 
@@ -276,7 +302,6 @@ def main() -> None:
             "setup": state.setup,
             "make_trial": state.make_trial,
             "compare": state.compare,
-            "compare_pair": state.compare_pair,
             "constant": state.constant_state,
             "randomise": state.randomise,
             "timing_setup": state.timing_setup,
@@ -284,6 +309,7 @@ def main() -> None:
             "memory": state.memory,
             "recheck": state.recheck,
             "fresh_sets": state.fresh_sets,
+            "probe_handover": state.probe_handover,
         }
     )
 

@@ -132,6 +132,7 @@ def device_info(device: str) -> dict[str, Any]:
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         info.update(
             device_name=props.name,
+            uuid=str(getattr(props, "uuid", "")) or None,
             arch=f"sm_{props.major}{props.minor}",
             l2_cache_bytes=int(getattr(props, "L2_cache_size", 0)),
             total_memory_bytes=int(props.total_memory),
@@ -158,6 +159,34 @@ def to_device(value: Any, device: str) -> Any:
 
 def clone_all(values: list[Any]) -> list[Any]:
     return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def load_problem(source: str) -> dict[str, Any]:
+    """Execute a KernelBench problem file into a fresh namespace (the problem text is public and trusted)."""
+    ns: dict[str, Any] = {"__name__": "kernelbench_problem"}
+    exec(compile(source, "problem.py", "exec"), ns)  # noqa: S102
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if name not in ns:
+            raise ValueError(f"problem file defines no {name}")
+    return ns
+
+
+def make_inputs(ns: dict[str, Any], seed: int, scale: float, device: str) -> list[Any]:
+    """get_inputs() under a seed, generated on the device, float tensors scaled (the distribution factor).
+
+    Both workers call this with the same seed and get the same bits (same torch, same device), so inputs never have
+    to cross processes. A candidate that patches torch's generators only changes its own inputs, and then its
+    outputs no longer match the reference computed on the real ones.
+    """
+    with torch.device(device):
+        torch.manual_seed(seed)
+        raw = list(ns["get_inputs"]())
+    inputs = []
+    for value in to_device(raw, device):
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and scale != 1.0:
+            value = value * scale
+        inputs.append(value)
+    return inputs
 
 
 def load_trusted(path: str, device: str) -> Any:

@@ -45,6 +45,21 @@ def test_cuda_timing_memory_and_checks(tmp_path):
     assert record["memory_ratio"] > 0
     assert get_check(record, "wallclock_crosscheck")["passed"] is True
     assert record["environment"]["device_name"] and record["environment"]["arch"].startswith("sm_")
+    assert record["environment"]["output_handover"] == "cuda_ipc"  # outputs come back without touching the host
+
+
+def test_two_evaluations_share_one_gpu_through_the_lock(tmp_path):
+    """Concurrent evaluations on one GPU: both verdicts hold, and the lock reports its waits."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    locks = str(tmp_path / "locks")
+    with ThreadPoolExecutor(2) as pool:
+        records = list(
+            pool.map(lambda i: _run(tmp_path, "relu_large.py", "relu_correct.py", gpu_lock_dir=locks), range(2))
+        )
+    assert all(r["correct"] is True and r["status"] == "ok" for r in records), [r["error"] for r in records]
+    assert all("gpu_wait" in r["phases"] for r in records)
+    assert all(get_check(r, "timed_output_recheck")["passed"] is True for r in records)
 
 
 def test_side_stream_work_fails_the_wallclock_crosscheck(tmp_path):

@@ -1,0 +1,100 @@
+"""Moving a candidate's output tensor to the clean process that judges it. stdlib + torch only.
+
+Inputs never cross processes: both workers regenerate them on the device from the same secret seed (see
+`worker_base.make_inputs`), which costs nothing and leaves the candidate unable to touch the clean side's copy.
+Outputs must cross, from the candidate to the reference worker:
+
+- "cuda_ipc": the candidate exports a CUDA IPC handle of the output's storage; the reference opens it, clones the
+  tensor into its own memory and closes the mapping. Zero copies through the host, so a 6.4 GB output costs one
+  device-to-device copy instead of ~25 GB of file traffic per trial. Only the candidate's memory is ever shared
+  (never the other way round: a handle exposes its whole allocator segment, which on the clean side could hold a
+  reference output).
+- "file": `torch.save` into the evaluation's io dir, loaded with `weights_only=True` (CPU runs, or a GPU set-up where
+  the IPC probe fails, e.g. processes in different containers).
+
+A descriptor is plain JSON written by untrusted code: the reference validates every field, and any failure reads as
+"not a plain tensor" for the verdict, never as a harness error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+MAX_DIMS = 16
+_DTYPES = {
+    str(d): d
+    for d in (
+        torch.float32,
+        torch.float64,
+        torch.float16,
+        torch.bfloat16,
+        torch.int64,
+        torch.int32,
+        torch.int16,
+        torch.int8,
+        torch.uint8,
+        torch.bool,
+        torch.complex64,
+        torch.complex128,
+    )
+}
+
+
+def export_cuda(tensor: torch.Tensor) -> dict[str, Any]:
+    """The IPC descriptor of a CUDA tensor; the caller keeps the tensor alive until the consumer is done."""
+    storage = tensor.untyped_storage()
+    device, handle, size_bytes, offset_bytes, rc_handle, rc_offset, event_handle, event_sync = storage._share_cuda_()
+    return {
+        "kind": "cuda_ipc",
+        "device": int(device),
+        "handle": handle.hex(),
+        "storage_bytes": int(size_bytes),
+        "storage_offset_bytes": int(offset_bytes),
+        "ref_counter": rc_handle.hex(),
+        "ref_counter_offset": int(rc_offset),
+        "event": event_handle.hex() if event_handle else None,
+        "event_sync": bool(event_sync),
+        "dtype": str(tensor.dtype),
+        "shape": [int(s) for s in tensor.shape],
+        "stride": [int(s) for s in tensor.stride()],
+        "offset": int(tensor.storage_offset()),
+    }
+
+
+def _ints(value: Any, name: str) -> list[int]:
+    if not isinstance(value, list) or len(value) > MAX_DIMS or not all(type(v) is int and v >= 0 for v in value):
+        raise ValueError(f"bad {name} in the output descriptor")
+    return value
+
+
+def open_cuda(desc: dict[str, Any], device: str) -> torch.Tensor:
+    """Clone the tensor a descriptor names into this process's memory (raises ValueError/RuntimeError if bad)."""
+    dtype = _DTYPES.get(desc.get("dtype"))  # type: ignore[arg-type]
+    if dtype is None:
+        raise ValueError(f"unsupported dtype {str(desc.get('dtype'))[:40]!r}")
+    shape, stride = _ints(desc.get("shape"), "shape"), _ints(desc.get("stride"), "stride")
+    if len(shape) != len(stride):
+        raise ValueError("shape and stride differ in length")
+    numbers = [desc.get(k) for k in ("device", "storage_bytes", "storage_offset_bytes", "ref_counter_offset", "offset")]
+    if not all(type(n) is int and n >= 0 for n in numbers):
+        raise ValueError("bad sizes in the output descriptor")
+    dev, storage_bytes, storage_offset, rc_offset, offset = numbers
+    event = desc.get("event")
+    storage = torch.UntypedStorage._new_shared_cuda(
+        dev,
+        bytes.fromhex(str(desc["handle"])),
+        storage_bytes,
+        storage_offset,
+        bytes.fromhex(str(desc["ref_counter"])),
+        rc_offset,
+        bytes.fromhex(str(event)) if event else None,
+        bool(desc.get("event_sync")),
+    )
+    view = torch.empty(0, dtype=dtype, device=device)
+    view.set_(storage, offset, shape, stride)  # raises when shape/stride reach past the storage
+    copy = view.clone()
+    torch.cuda.synchronize()
+    del view, storage  # closes the mapping and releases the producer's reference count
+    return copy

@@ -1,0 +1,93 @@
+"""Inputs are regenerated from seeds on both sides; outputs come back by CUDA IPC or file, descriptors untrusted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from evaluator.harness.handover import open_cuda  # noqa: E402
+from evaluator.harness.worker_base import load_problem, make_inputs  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+PROBLEM = """
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x, y, k):
+        return x * y + k
+def get_inputs():
+    return [torch.randn(64, 32), torch.rand(64, 32), 3]
+def get_init_inputs():
+    return []
+"""
+
+
+def test_same_seed_same_inputs_in_another_process():
+    ns = load_problem(PROBLEM)
+    here = make_inputs(ns, 1234, -1.0, "cpu")
+    script = (
+        "import sys, torch; from evaluator.harness.worker_base import load_problem, make_inputs;"
+        "ns = load_problem(sys.stdin.read()); xs = make_inputs(ns, 1234, -1.0, 'cpu');"
+        "torch.save(xs, sys.argv[1])"
+    )
+    out = Path(__file__).with_name("_inputs_tmp.pt")
+    try:
+        subprocess.run([sys.executable, "-c", script, str(out)], input=PROBLEM, text=True, cwd=REPO, check=True)
+        there = torch.load(out, weights_only=True)
+    finally:
+        out.unlink(missing_ok=True)
+    assert torch.equal(here[0], there[0]) and torch.equal(here[1], there[1]) and there[2] == 3
+    assert bool((here[1] <= 0).all())  # the distribution factor scales float tensors (D4: x -1), not ints
+    other = make_inputs(ns, 1235, -1.0, "cpu")
+    assert not torch.equal(here[0], other[0])
+
+
+def test_problem_without_get_inputs_is_rejected():
+    with pytest.raises(ValueError, match="get_inputs"):
+        load_problem("class Model: pass\ndef get_init_inputs(): return []\n")
+
+
+@pytest.mark.parametrize(
+    "desc",
+    [
+        {"dtype": "torch.float32; import os", "shape": [4], "stride": [1]},
+        {"dtype": "torch.float32", "shape": [4, -1], "stride": [1, 1]},
+        {"dtype": "torch.float32", "shape": [4], "stride": [1, 1]},
+        {"dtype": "torch.float32", "shape": [1] * 40, "stride": [1] * 40},
+        {"dtype": "torch.float32", "shape": [4], "stride": [1], "device": 0, "storage_bytes": -5},
+    ],
+)
+def test_malformed_descriptors_are_refused_before_touching_the_device(desc):
+    with pytest.raises(ValueError):
+        open_cuda({"kind": "cuda_ipc", "handle": "00", "ref_counter": "00", "offset": 0, **desc}, "cuda")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_ipc_round_trip_between_processes():
+    """A child exports a CUDA tensor; this process opens, clones and checks it (what the reference worker does)."""
+    script = (
+        "import json, sys, torch; from evaluator.harness.handover import export_cuda;"
+        "t = torch.arange(3 * 1000, dtype=torch.float32, device='cuda').view(3, 1000)[:, 10:20];"
+        "print(json.dumps(export_cuda(t)), flush=True); sys.stdin.readline()"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO
+    )
+    try:
+        desc = json.loads(child.stdout.readline())
+        got = open_cuda(desc, "cuda")
+        want = torch.arange(3 * 1000, dtype=torch.float32, device="cuda").view(3, 1000)[:, 10:20]
+        assert torch.equal(got, want)
+        desc["shape"] = [3, 100000]  # reaching past the storage must fail, not read foreign memory
+        with pytest.raises(RuntimeError):
+            open_cuda(desc, "cuda")
+    finally:
+        child.communicate("\n", timeout=30)
