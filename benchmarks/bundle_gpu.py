@@ -1,6 +1,7 @@
 """Throughput: evaluate a whole KernelBench bundle (one kernel per core problem) on one machine's GPUs.
 
     python3 benchmarks/bundle_gpu.py --out OUT_DIR [--gpus 0 1] [--slots 4] [--limit N] [--deadline SECONDS]
+    python3 benchmarks/bundle_gpu.py --out OUT_DIR --only L2/12 L2/1 L3/5 --repeats 5 --slots 1   # spread
 
 The bundle: the load_inline kernels in benchmarks/kernels where we have one, and the reference wrapped as
 `class ModelNew(Model)` for every other problem (levels 1-3 of the shipped problems.jsonl: 250 problems).
@@ -90,7 +91,7 @@ class Run:
         self.args = args
         self.jobs: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.lock = threading.Lock()
-        self.out = args.out / "bundle.jsonl"
+        self.out = args.out / f"{args.tag}.jsonl"
         self.records: list[dict[str, Any]] = []
         self.start = time.monotonic()
 
@@ -101,6 +102,7 @@ class Run:
         options = {
             "hardware": "h200",
             "timing_budget_s": self.args.timing_budget,
+            "min_calls": self.args.min_calls,
             "gpu_lock_dir": str(self.args.locks),
             **extra,
         }
@@ -121,11 +123,12 @@ class Run:
         record["_wall_s"] = round(time.monotonic() - started, 2)
         return record
 
-    def compile(self, item: dict[str, Any]) -> None:
-        record = self.evaluate(item, self.args.gpus[0], compile_only=True)
-        self.log(item, record, gpu=self.args.gpus[0], phase="compile", queued_s=0.0)
-        item["enqueued"] = time.monotonic()
-        self.jobs.put(item)
+    def compile(self, items: list[dict[str, Any]]) -> None:
+        record = self.evaluate(items[0], self.args.gpus[0], compile_only=True)
+        self.log(items[0], record, gpu=self.args.gpus[0], phase="compile", queued_s=0.0)
+        for item in items:
+            item["enqueued"] = time.monotonic()
+            self.jobs.put(item)
 
     def slot(self, gpu: str) -> None:
         while True:
@@ -200,6 +203,24 @@ def summarise(run: Run, total_s: float, bundle_size: int) -> dict[str, Any]:
         "gpus": run.args.gpus,
         "slots_per_gpu": run.args.slots,
         "timing_budget_s": run.args.timing_budget,
+        "min_calls": run.args.min_calls,
+        "spread": spread(evals),
+    }
+
+
+def spread(evals: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per kernel evaluated more than once: the speedups and (max - min) / median."""
+    by_key: dict[str, list[float]] = {}
+    for r in evals:
+        if r["speedup"]:
+            by_key.setdefault(r["key"], []).append(r["speedup"])
+    return {
+        key: {
+            "speedups": [round(v, 4) for v in values],
+            "relative_spread": (max(values) - min(values)) / statistics.median(values),
+        }
+        for key, values in by_key.items()
+        if len(values) > 1
     }
 
 
@@ -211,6 +232,10 @@ def main() -> int:
     parser.add_argument("--compile-jobs", type=int, default=4)
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--limit", type=int, default=0, help="first N problems of the (sorted) bundle only")
+    parser.add_argument("--only", nargs="*", default=[], help="these problems only, e.g. L2/1")
+    parser.add_argument("--repeats", type=int, default=1, help="evaluate each kernel this many times (spread)")
+    parser.add_argument("--min-calls", type=int, default=100, help="timed calls per side before RSE may stop")
+    parser.add_argument("--tag", default="bundle", help="output file prefix")
     parser.add_argument("--deadline", type=float, default=1e9, help="start no evaluation after this many seconds")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--timing-budget", type=float, default=10.0)
@@ -222,8 +247,11 @@ def main() -> int:
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
     os.environ.setdefault("MAX_JOBS", "4")
     bundle = load_bundle(args.levels)
+    if args.only:
+        bundle = [b for b in bundle if b["key"] in args.only]
     if args.limit:
         bundle = bundle[: args.limit]
+    bundle = [dict(b) for b in bundle for _ in range(args.repeats)]
     run = Run(args)
     print(f"bundle: {len(bundle)} kernels, gpus {args.gpus}, {args.slots} slots each", flush=True)
     to_build = [b for b in bundle if b["kind"] == "load_inline"]
@@ -234,15 +262,18 @@ def main() -> int:
     slots = [threading.Thread(target=run.slot, args=(g,), daemon=True) for g in args.gpus for _ in range(args.slots)]
     for t in slots:
         t.start()
+    built = {}
+    for item in to_build:  # a repeated kernel is built once
+        built.setdefault(item["key"], []).append(item)
     with ThreadPoolExecutor(max_workers=max(1, args.compile_jobs)) as builders:
-        list(builders.map(run.compile, to_build))
+        list(builders.map(run.compile, built.values()))
     for _ in slots:
         run.jobs.put(None)
     for t in slots:
         t.join()
     summary = summarise(run, run.elapsed(), len(bundle))
     summary["started"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() - summary["wall_s"]))
-    (args.out / "bundle_summary.json").write_text(json.dumps(summary, indent=1))
+    (args.out / f"{args.tag}_summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))
     return 0
 

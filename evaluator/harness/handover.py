@@ -69,8 +69,9 @@ def _ints(value: Any, name: str) -> list[int]:
     return value
 
 
-def open_cuda(desc: dict[str, Any], device: str) -> torch.Tensor:
-    """Clone the tensor a descriptor names into this process's memory (raises ValueError/RuntimeError if bad)."""
+def validate(desc: dict[str, Any]) -> tuple[torch.dtype, list[int], list[int], list[int]]:
+    """Check an untrusted descriptor before any CUDA call: known dtype, sane sizes, and a view that stays inside
+    the shared storage (never trust torch's own checks to stop a read past the end of foreign memory)."""
     dtype = _DTYPES.get(desc.get("dtype"))  # type: ignore[arg-type]
     if dtype is None:
         raise ValueError(f"unsupported dtype {str(desc.get('dtype'))[:40]!r}")
@@ -80,20 +81,34 @@ def open_cuda(desc: dict[str, Any], device: str) -> torch.Tensor:
     numbers = [desc.get(k) for k in ("device", "storage_bytes", "storage_offset_bytes", "ref_counter_offset", "offset")]
     if not all(type(n) is int and n >= 0 for n in numbers):
         raise ValueError("bad sizes in the output descriptor")
-    dev, storage_bytes, storage_offset, rc_offset, offset = numbers
+    for key in ("handle", "ref_counter"):
+        value = desc.get(key)
+        if not isinstance(value, str) or len(value) > 4096:
+            raise ValueError(f"bad {key} in the output descriptor")
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    if 0 not in shape:
+        last = numbers[4] + sum((size - 1) * step for size, step in zip(shape, stride, strict=True))
+        if (last + 1) * itemsize > numbers[1]:
+            raise ValueError("the output view reaches past its shared storage")
+    return dtype, shape, stride, numbers
+
+
+def open_cuda(desc: dict[str, Any], device: str) -> torch.Tensor:
+    """Clone the tensor a descriptor names into this process's memory (raises ValueError/RuntimeError if bad)."""
+    dtype, shape, stride, (dev, storage_bytes, storage_offset, rc_offset, offset) = validate(desc)
     event = desc.get("event")
     storage = torch.UntypedStorage._new_shared_cuda(
         dev,
-        bytes.fromhex(str(desc["handle"])),
+        bytes.fromhex(desc["handle"]),
         storage_bytes,
         storage_offset,
-        bytes.fromhex(str(desc["ref_counter"])),
+        bytes.fromhex(desc["ref_counter"]),
         rc_offset,
         bytes.fromhex(str(event)) if event else None,
         bool(desc.get("event_sync")),
     )
     view = torch.empty(0, dtype=dtype, device=device)
-    view.set_(storage, offset, shape, stride)  # raises when shape/stride reach past the storage
+    view.set_(storage, offset, shape, stride)
     copy = view.clone()
     torch.cuda.synchronize()
     del view, storage  # closes the mapping and releases the producer's reference count
