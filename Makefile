@@ -16,7 +16,10 @@ $(BIN)/activate: requirements.txt requirements-dev.txt requirements-gpu.txt
 	$(BIN)/pip install -q -r requirements-dev.txt
 	touch $(BIN)/activate
 
+# Kernels run as an unprivileged user when the evaluator is root: that user must be able to reach this Python
+# (evaluator/harness/privileges.py; adds o+x to directories such as /root under pyenv, never read or write).
 install: $(BIN)/activate
+	@$(BIN)/python -m evaluator.harness.privileges --open
 
 migrate: install
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py migrate --noinput

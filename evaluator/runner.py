@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from evaluator.harness.privileges import ENV_VAR as SANDBOX_USER_VAR
 from evaluator.harness.protocol import ENV_PASSTHROUGH, Options, Spec, empty_result, shorten, validate_result
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +42,8 @@ def _harness_env(home: Path) -> dict[str, str]:
         PYTHONUNBUFFERED="1",
         PYTHONNOUSERSITE="1",
     )
+    if SANDBOX_USER_VAR in os.environ:  # for the orchestrator only (privileges.py); workers never get it
+        env[SANDBOX_USER_VAR] = os.environ[SANDBOX_USER_VAR]
     return env
 
 
@@ -84,6 +87,7 @@ def run_evaluation(
     keep = bool((options or {}).get("keep_workdir"))
     try:
         (work / "harness").mkdir(parents=True)
+        os.chmod(work / "harness", 0o700)  # spec and log: not for the kernel (it may be another user)
         problem = work / "harness" / "problem.py"
         kernel = work / "harness" / "kernel.py"
         problem.write_text(problem_source)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,24 @@ SHIPPED_JSONL = REPO_ROOT / "leaderboard" / "data" / "kernelbench" / "problems.j
 PROBLEMS_JSONL = SHARED_DIR / "datasets" / "kernelbench" / "problems.jsonl"
 if not PROBLEMS_JSONL.exists():
     PROBLEMS_JSONL = SHIPPED_JSONL
+
+
+_OWN_BASETEMP = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """As root, the harness runs kernels as an unprivileged user (evaluator/harness/privileges.py) that must reach the
+    tests' temporary dirs. pytest resets /tmp/pytest-of-root to 0700 whenever any session starts, which would cut that
+    user off in the middle of a concurrent session's evaluations: a root session gets a base dir of its own."""
+    if os.geteuid() == 0 and not config.option.basetemp:
+        config.option.basetemp = config.stash[_OWN_BASETEMP] = tempfile.mkdtemp(prefix="pytest-kbv-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    own = config.stash.get(_OWN_BASETEMP, None)
+    if own:
+        shutil.rmtree(own, ignore_errors=True)
 
 
 @pytest.fixture

@@ -3,8 +3,13 @@ skips its ~47 s load_inline build. stdlib only.
 
 The build path is stable per key (ninja only reuses objects whose build commands, and so paths, are unchanged). A
 manifest of file hashes, written by the orchestrator right after a successful build, is checked on every hit: an
-entry whose files changed afterwards (by its own kernel or by another one) is wiped and rebuilt. Workers run as the
-same Unix user, so this detects poisoning rather than preventing it; the runner is the seam for a real sandbox.
+entry whose files changed afterwards (by its own kernel or by another one) is wiped and rebuilt. When the evaluator
+runs as root, the candidate worker runs as an unprivileged user (privileges.py) that owns only the entry it is
+building, and only until its import is done (the orchestrator takes it back before writing the manifest): the cache
+root and every other entry's files are the evaluator's, so a kernel cannot poison them. Only each entry's triton/ stays
+the sandbox user's, because Triton compiles at the first call, after the import; there, as everywhere when the
+evaluator is not root (all workers are then one Unix user), the manifest detects poisoning rather than preventing it
+(the runner is the seam for a real sandbox). Files Triton adds after the manifest make the next check a rebuild.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from typing import Any
 from evaluator.harness.compile_cache import CacheEntry, cache_key
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
 from evaluator.harness.hardening import become_subreaper, kill_adopted_children
+from evaluator.harness.privileges import candidate_identity, check_runtime, give_to, open_path, take_back
 from evaluator.harness.protocol import (
     DISTRIBUTIONS,
     EXCESSIVE_SPEEDUP,
@@ -190,6 +191,24 @@ class Evaluation:
             "cpu_seconds": int(self.spec.timeout) + 60,
         }
         python = self.spec.python or sys.executable
+        # The kernel runs as an unprivileged user when we are root (privileges.py): it owns its own dir (the io dir
+        # inside it too: the reference, as root, still writes there), may enter the work dir but not list it, and may
+        # not enter the reference's dir at all.
+        try:
+            ident = candidate_identity()
+        except ValueError as exc:
+            raise HarnessInfraError(str(exc)) from exc
+        self.record["environment"]["candidate_uid"] = ident[0] if ident else None
+        if ident is not None:
+            open_path(self.work, ident)
+            os.chmod(self.work, 0o711)
+            os.chmod(self.ref_dir, 0o700)
+            give_to(self.cand_dir, ident)
+            os.chmod(self.io, 0o700)
+        cand_env = build_env(private_dir=self.cand_dir)
+        unusable = check_runtime(python, ident, env=cand_env, cwd=self.cand_dir)
+        if unusable:  # fail closed: never fall back to running the kernel as root, never blame the kernel for it
+            raise HarnessInfraError(unusable)
         self.ref = Worker(
             role="reference",
             private_dir=self.ref_dir,
@@ -201,10 +220,11 @@ class Evaluation:
         self.cand = Worker(
             role="candidate",
             private_dir=self.cand_dir,
-            env=build_env(private_dir=self.cand_dir),
+            env=cand_env,
             limits=limits,
             python=python,
             memory_limit_bytes=memory,
+            run_as=ident,
         )
         self.ref.start()
         self.emit({"event": "worker", "role": "reference", "pid": self.ref.pid})
@@ -238,6 +258,8 @@ class Evaluation:
                 raise HarnessInfraError("compile cache entry stayed locked")
             cache_state = "hit" if self.cache.check_hit() else "miss"
             ext_dir = self.cache.build_dir
+            open_path(ext_dir, ident)
+            give_to(ext_dir, ident)  # torch writes a lock file and build.ninja there even on a hit
         self.record["environment"]["compile_cache"] = cache_state
         try:
             loaded = self.ask_cand(
@@ -259,6 +281,10 @@ class Evaluation:
         finally:
             self.phase("compile", started)
         if self.cache:
+            # Built: from now on the kernel cannot change the entry, except triton/, which Triton only fills at the
+            # first call (its files are not in the manifest, so anything there makes the next check a rebuild).
+            take_back(self.cache.build_dir, ident)
+            give_to(self.cache.build_dir / "triton", ident)
             if cache_state == "miss":
                 self.cache.commit(loaded["compile_s"])
             self.cache.release()

@@ -1,4 +1,5 @@
-"""Spawning and talking to worker processes: scrubbed environment, own session, limits, pipes, watchdog.
+"""Spawning and talking to worker processes: scrubbed environment, own session, limits, own Unix user (the
+candidate, when the evaluator is root: see privileges.py), pipes, watchdog.
 
 stdlib only. The orchestrator owns both ends of each worker's pipes; a worker's stdout and stderr go to a log file
 that is only ever shown cut to its head and tail (never parsed).
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from evaluator.harness.privileges import Identity, give_to
 from evaluator.harness.protocol import ENV_PASSTHROUGH
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +79,12 @@ def kill_group(pgid: int) -> None:
 
 
 class Worker:
-    """One long-lived worker process (`role` is "reference" or "candidate"), driven by JSON lines over two pipes."""
+    """One long-lived worker process (`role` is "reference" or "candidate"), driven by JSON lines over two pipes.
+
+    With `run_as` (uid, gid) the process runs as that user with no supplementary groups, and its private dir (and
+    everything in it: tmp/, its build dirs) becomes that user's, mode 0o700. The log file is opened by this process
+    and handed over as stdout/stderr, so the worker needs no permission on it.
+    """
 
     def __init__(
         self,
@@ -88,6 +95,7 @@ class Worker:
         limits: dict[str, Any],
         python: str | None = None,
         memory_limit_bytes: int = 0,
+        run_as: Identity | None = None,
     ) -> None:
         self.role = role
         self.private_dir = private_dir
@@ -95,6 +103,7 @@ class Worker:
         self.limits = limits
         self.python = python or sys.executable
         self.memory_limit_bytes = memory_limit_bytes
+        self.run_as = run_as
         self.proc: subprocess.Popen | None = None
         self.log_path = private_dir / f"{role}.log"
         self._buffer = b""
@@ -109,6 +118,11 @@ class Worker:
     def start(self) -> None:
         """Spawn the worker in a new session (its pgid is its pid) with only its own two pipe ends."""
         (self.private_dir / "tmp").mkdir(parents=True, exist_ok=True)
+        identity: dict[str, Any] = {}
+        if self.run_as is not None:
+            give_to(self.private_dir, self.run_as)
+            os.chmod(self.private_dir, 0o700)
+            identity = {"user": self.run_as[0], "group": self.run_as[1], "extra_groups": []}
         cmd_r, self._cmd_w = os.pipe()
         self._rep_r, rep_w = os.pipe()
         args = [
@@ -129,6 +143,7 @@ class Worker:
                 stderr=log,
                 pass_fds=(cmd_r, rep_w),
                 start_new_session=True,
+                **identity,
             )
         os.close(cmd_r)
         os.close(rep_w)

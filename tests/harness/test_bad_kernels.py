@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.harness.privileges import candidate_identity
+
 from .conftest import KERNELS, PROBLEMS, check, dist
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,6 +71,8 @@ def test_os_exit_is_a_runtime_error(evaluate):
 @pytest.mark.slow  # waits out a 12 s timeout by design
 def test_infinite_loop_times_out_and_the_whole_group_dies(evaluate, tmp_path):
     pid_file = tmp_path / "grandchild.pid"
+    pid_file.touch()
+    pid_file.chmod(0o666)  # the kernel may run as an unprivileged user (privileges.py)
     kernel = (KERNELS / "infinite_loop.py").read_text().replace("__PID_FILE__", str(pid_file))
     started = time.monotonic()
     record = evaluate("relu", kernel_source=kernel, timeout=12)
@@ -158,11 +162,20 @@ def test_background_thread_is_rejected(evaluate):
 def test_candidate_environment_is_scrubbed_and_private(evaluate, tmp_path, monkeypatch):
     for name in ("SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE", "SOME_TOKEN"):
         monkeypatch.setenv(name, "leak-me")
-    out_file = tmp_path / "seen.json"
+    drop = tmp_path / "drop"  # writable by whichever user the kernel runs as (privileges.py)
+    drop.mkdir()
+    drop.chmod(0o777)
+    out_file = drop / "seen.json"
     kernel = (KERNELS / "env_probe.py").read_text().replace("__OUT_FILE__", str(out_file))
     record = evaluate("relu", kernel_source=kernel)
     assert record["correct"] is True
     seen = json.loads(out_file.read_text())
+    expected = candidate_identity()
+    assert record["environment"]["candidate_uid"] == (expected[0] if expected else None)
+    if expected:  # the evaluator is root: the kernel is the sandbox user, without root's groups
+        assert seen["uid"] == expected[0] and set(seen["groups"]) <= {expected[1]}
+    else:
+        assert seen["uid"] == os.getuid()
     env = seen["env"]
     assert not {"SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE", "SOME_TOKEN"} & set(env)
     assert "leak-me" not in json.dumps(env)

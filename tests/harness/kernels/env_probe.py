@@ -7,7 +7,7 @@ import torch.nn as nn
 
 OUT_FILE = "__OUT_FILE__"
 with open(OUT_FILE, "w") as fh:
-    json.dump({"env": dict(os.environ), "cwd": os.getcwd()}, fh)
+    json.dump({"env": dict(os.environ), "cwd": os.getcwd(), "uid": os.getuid(), "groups": os.getgroups()}, fh)
 
 
 class ModelNew(nn.Module):

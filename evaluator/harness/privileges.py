@@ -1,0 +1,261 @@
+"""Which Unix user runs the candidate worker, and the file ownership that goes with it. stdlib only.
+
+A kernel is untrusted code. Run as the evaluator's own user (root in CI and on the GPU machine) it could write anywhere
+on the machine (red-team class C2, tests/redteam/abuse/write_outside_workdir.py). So when the orchestrator runs as root
+(effective uid 0) the candidate worker is started as an unprivileged user instead (sandbox.Worker's `run_as`):
+
+- `KBV_SANDBOX_USER` names that user: a user name (default `nobody`; 65534:65534 when the name does not exist) or a
+  numeric `uid[:gid]`. `off` keeps the candidate as the evaluator's user (a machine where the sandbox user cannot open
+  the GPU's device nodes, say). When the evaluator is not root there is nothing to drop to: the candidate runs as the
+  evaluator's user, as before. The runner passes the variable to the harness process; workers never see it.
+- The worker keeps no supplementary groups. What becomes the user's: the candidate's private dir (HOME, TMPDIR, cwd,
+  its torch_extensions) with the io dir inside it, and, while the kernel builds, the compile-cache entry it builds
+  into (taken back right after). Everything else it can at most read: the reference's dir is 0o700, the evaluation's
+  work dir 0o711, the cache root and the repository stay the evaluator's.
+- The user must reach its files. Directories above the evaluation's work dir or a cache entry are where the caller
+  chose to run (pytest's 0o700 temporary dirs, tempfile.mkdtemp): those lacking it get search permission for others
+  (o+x: enter by name, never list, never write). The interpreter, its libraries and this repository are the host's
+  installation and are never changed by an evaluation: when the user cannot use them, the evaluation stops with an
+  infrastructure error naming the directory in the way. `python -m evaluator.harness.privileges --open` (run by
+  `make install`) adds o+x along those paths once, e.g. on /root when Python lives in /root/.pyenv.
+
+Not covered: every evaluation's candidate is the same user, so concurrent candidates can reach each other's files (by
+/proc/<pid>/cwd); nothing filters syscalls or the network; whatever is world-readable stays readable. A container per
+evaluation (runner.py is the seam) remains the stronger sandbox.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pwd
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+ENV_VAR = "KBV_SANDBOX_USER"
+DEFAULT_USER = "nobody"
+FALLBACK_IDENTITY = (65534, 65534)
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+Identity = tuple[int, int]
+
+
+def parse_identity(value: str) -> Identity | None:
+    """`off` -> None; `uid[:gid]` -> those numbers (gid defaults to the uid's group, else the uid); a name -> its
+    passwd entry; an unknown name -> 65534:65534. Raises ValueError for root and for malformed values."""
+    value = value.strip() or DEFAULT_USER
+    if value.lower() == "off":
+        return None
+    head, _, tail = value.partition(":")
+    if head.isdigit():
+        uid = int(head)
+        if tail:
+            gid = int(tail)
+        else:
+            try:
+                gid = pwd.getpwuid(uid).pw_gid
+            except KeyError:
+                gid = uid
+        if uid == 0:
+            raise ValueError(f"{ENV_VAR}={value!r}: uid 0 is no sandbox (use 'off' to disable the drop)")
+        return uid, gid
+    if tail or ":" in value:
+        raise ValueError(f"{ENV_VAR}={value!r}: expected a user name, uid[:gid] or 'off'")
+    try:
+        entry = pwd.getpwnam(value)
+    except KeyError:
+        return FALLBACK_IDENTITY
+    if entry.pw_uid == 0:
+        raise ValueError(f"{ENV_VAR}={value!r} is root: no sandbox (use 'off' to disable the drop)")
+    return entry.pw_uid, entry.pw_gid
+
+
+def candidate_identity(environ: dict[str, str] | None = None) -> Identity | None:
+    """(uid, gid) the candidate worker must run as, or None to run it as this process's own user."""
+    if os.geteuid() != 0:
+        return None
+    env = os.environ if environ is None else environ
+    return parse_identity(env.get(ENV_VAR, DEFAULT_USER))
+
+
+# --- permissions, as the kernel would see them (mode bits; ACLs are not read) ---------------------------------------
+
+
+def _shift(st: os.stat_result, ident: Identity) -> int:
+    """Where `ident`'s permission bits sit in the mode: owner (6), group (3) or others (0); no supplementary groups."""
+    if st.st_uid == ident[0]:
+        return 6
+    return 3 if st.st_gid == ident[1] else 0
+
+
+def _may(st: os.stat_result, ident: Identity, want: int) -> bool:
+    """Whether `ident` has the permission bits `want` (4 r, 2 w, 1 x) on a file."""
+    return (st.st_mode >> _shift(st, ident)) & want == want
+
+
+def _ways(path: Path | str, *, itself: bool = False) -> list[Path]:
+    """The directories one passes to reach `path`, as written and with symlinks resolved, from / down (and `path`
+    itself when `itself`: a directory to enter too)."""
+    written = Path(os.path.abspath(path))
+    resolved = Path(os.path.realpath(written))
+    found: list[Path] = []
+    for way in (written, resolved):
+        for step in [*reversed(way.parents), *([way] if itself else [])]:
+            if step not in found:
+                found.append(step)
+    return found
+
+
+def blocked_at(path: Path | str, ident: Identity, *, itself: bool = False) -> Path | None:
+    """The first directory on the way to `path` that `ident` cannot enter (None: all of them are open to it)."""
+    for step in _ways(path, itself=itself):
+        try:
+            if not _may(step.stat(), ident, 1):
+                return step
+        except OSError:
+            return step
+    return None
+
+
+def open_path(path: Path | str, ident: Identity | None, *, itself: bool = False) -> list[Path]:
+    """Add search permission (x for others, or for the class `ident` falls in; never r or w) to the directories on
+    the way to `path` that `ident` cannot enter and that this process owns; returns those it changed (the rest is for
+    `check_runtime` to report)."""
+    changed: list[Path] = []
+    if ident is None:
+        return changed
+    for step in _ways(path, itself=itself):
+        try:
+            st = step.stat()
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and not _may(st, ident, 1) and st.st_uid == os.geteuid():
+            os.chmod(step, stat.S_IMODE(st.st_mode) | (1 << _shift(st, ident)))
+            changed.append(step)
+    return changed
+
+
+# --- ownership ------------------------------------------------------------------------------------------------------
+
+
+def _walk_chown(path: Path, uid: int, gid: int, strip_write: bool) -> None:
+    """chown a tree without ever following a symbolic link (the tree may hold links a kernel planted): os.fwalk keeps
+    directory fds, and each entry is changed through an O_NOFOLLOW fd or, for links and sockets, lchown."""
+
+    def fix(name: str, dir_fd: int | None) -> None:
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=dir_fd)
+        except OSError:  # a symbolic link (ELOOP), a socket (ENXIO): its own owner only, never its target's
+            os.chown(name, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
+            return
+        try:
+            os.fchown(fd, uid, gid)
+            mode = stat.S_IMODE(os.fstat(fd).st_mode)
+            if strip_write and mode & 0o022:
+                os.fchmod(fd, mode & ~0o022)
+        finally:
+            os.close(fd)
+
+    fix(str(path), None)
+    if not path.is_dir() or path.is_symlink():
+        return
+    for _, dirs, files, dir_fd in os.fwalk(path, follow_symlinks=False):
+        for name in dirs + files:
+            fix(name, dir_fd)
+
+
+def give_to(path: Path | str, ident: Identity | None) -> None:
+    """Make `path` and everything under it belong to `ident` (no-op when None or when `path` does not exist)."""
+    path = Path(path)
+    if ident is not None and (path.exists() or path.is_symlink()):
+        _walk_chown(path, ident[0], ident[1], strip_write=False)
+
+
+def take_back(path: Path | str, ident: Identity | None) -> None:
+    """Give a tree that `ident` owned back to this process's user, without group/other write permission, so that the
+    former owner can no longer change it (no-op when `ident` is None or when `path` does not exist)."""
+    path = Path(path)
+    if ident is not None and (path.exists() or path.is_symlink()):
+        _walk_chown(path, os.geteuid(), os.getegid(), strip_write=True)
+
+
+# --- can the sandbox user run the worker at all? --------------------------------------------------------------------
+
+_PROBE = (  # argv[1]: the worker's own dir, by the absolute path the orchestrator will send it paths under
+    "import importlib.util as u, os, sys\n"
+    "os.listdir(sys.argv[1])\n"
+    "missing = [m for m in ('torch', 'evaluator.harness.candidate_worker') if u.find_spec(m) is None]\n"
+    "sys.exit(f'cannot import {missing}' if missing else 0)\n"
+)
+
+
+def check_runtime(python: str, ident: Identity | None, *, env: dict[str, str], cwd: Path) -> str | None:
+    """None when `ident` can start `python`, reach `cwd` (its own dir) by its path, find torch and this repository's
+    harness; else why not.
+
+    The answer comes from a real process (the interpreter as that user, ~50 ms), so that group or ACL rules are judged
+    by the kernel. Without it, a candidate worker that cannot even start would look like a kernel that crashed."""
+    if ident is None:
+        return None
+    try:
+        done = subprocess.run(
+            [python, "-c", _PROBE, str(Path(cwd).resolve())],
+            cwd=cwd,
+            env=env,
+            user=ident[0],
+            group=ident[1],
+            extra_groups=[],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=60,
+        )
+        if done.returncode == 0:
+            return None
+        detail = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()
+        why = detail[-1] if detail else f"exit code {done.returncode}"
+    except (OSError, subprocess.SubprocessError) as exc:
+        why = f"{type(exc).__name__}: {exc}"
+    places = [Path(python), Path(sys.prefix), Path(sys.base_prefix), REPO_ROOT, cwd]
+    blocked = next((b for b in (blocked_at(p, ident, itself=p.is_dir()) for p in places) if b is not None), None)
+    where = f"; {blocked} is not searchable by uid {ident[0]}" if blocked else ""
+    return (
+        f"the sandbox user (uid {ident[0]}, gid {ident[1]}) cannot run the candidate worker with {python}: {why}"
+        f"{where}. Run `{sys.executable} -m evaluator.harness.privileges --open` as root (adds o+x on the way), "
+        f"install Python where that user can read it, or set {ENV_VAR}=off to run kernels as root"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Whether the sandbox user can run the harness's candidate worker.")
+    parser.add_argument(
+        "--open",
+        action="store_true",
+        help="add search permission for others (o+x) to directories on the way to this interpreter and repository",
+    )
+    args = parser.parse_args(argv)
+    try:
+        ident = candidate_identity()
+    except ValueError as exc:
+        print(f"sandbox: {exc}")
+        return 2
+    if ident is None:
+        reason = f"{ENV_VAR}=off" if os.geteuid() == 0 else "not running as root"
+        print(f"sandbox: candidates run as uid {os.geteuid()} ({reason})")
+        return 0
+    places = [Path(sys.executable), Path(sys.prefix), Path(sys.base_prefix), REPO_ROOT]
+    if args.open:
+        for place in places:
+            for changed in open_path(place, ident, itself=place.is_dir()):
+                print(f"sandbox: added o+x to {changed} (uid {ident[0]} must reach {place})")
+    blocked = [b for b in (blocked_at(p, ident, itself=p.is_dir()) for p in places) if b is not None]
+    if blocked:
+        print(f"sandbox: uid {ident[0]} cannot enter {blocked[0]}; run with --open as root, or set {ENV_VAR}=off")
+        return 1
+    print(f"sandbox: candidates run as uid {ident[0]}, gid {ident[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
