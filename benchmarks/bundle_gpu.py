@@ -232,6 +232,7 @@ def main() -> int:
     parser.add_argument("--compile-jobs", type=int, default=4)
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--limit", type=int, default=0, help="first N problems of the (sorted) bundle only")
+    parser.add_argument("--sample", type=int, default=0, help="an evenly spaced sample of N reference wrappers")
     parser.add_argument("--only", nargs="*", default=[], help="these problems only, e.g. L2/1")
     parser.add_argument("--repeats", type=int, default=1, help="evaluate each kernel this many times (spread)")
     parser.add_argument("--min-calls", type=int, default=100, help="timed calls per side before RSE may stop")
@@ -249,6 +250,9 @@ def main() -> int:
     bundle = load_bundle(args.levels)
     if args.only:
         bundle = [b for b in bundle if b["key"] in args.only]
+    if args.sample:
+        wrappers = [b for b in bundle if b["kind"] == "reference_wrapper"]
+        bundle = wrappers[:: max(1, len(wrappers) // args.sample)][: args.sample]
     if args.limit:
         bundle = bundle[: args.limit]
     bundle = [dict(b) for b in bundle for _ in range(args.repeats)]

@@ -217,8 +217,8 @@ class Candidate:
         self.problem = load_problem(msg["source"])
         return {}
 
-    def _inputs(self, seed: int, scale: float = 1.0) -> list[Any]:
-        return _make_inputs(self.problem, int(seed), float(scale), self.device)
+    def _inputs(self, seed: int, scale: float | str = 1.0) -> list[Any]:
+        return _make_inputs(self.problem, int(seed), scale, self.device)
 
     def probe_handover(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Export a known tensor by CUDA IPC; the orchestrator asks the reference worker to read it back."""

@@ -97,6 +97,7 @@ def open_cuda(desc: dict[str, Any], device: str) -> torch.Tensor:
     """Clone the tensor a descriptor names into this process's memory (raises ValueError/RuntimeError if bad)."""
     dtype, shape, stride, (dev, storage_bytes, storage_offset, rc_offset, offset) = validate(desc)
     event = desc.get("event")
+    torch.cuda.init()  # opening a handle in a process without a CUDA context crashes instead of raising
     storage = torch.UntypedStorage._new_shared_cuda(
         dev,
         bytes.fromhex(desc["handle"]),

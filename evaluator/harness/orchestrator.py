@@ -28,6 +28,7 @@ from evaluator.harness.protocol import (
     EXCESSIVE_SPEEDUP,
     HARD_CHECKS,
     HARNESS_VERSION,
+    MIXED_SIGNS,
     STANDARD_TOLERANCE,
     VERIFIED_TOLERANCE,
     Options,
@@ -95,8 +96,11 @@ class Evaluation:
         self.flags = {"plain": True, "alias": False, "unchanged": True, "shape_dtype": True}
         self.flag_details: dict[str, str] = {}
         self.output_bytes = 0
+        self.input_bytes = 0
+        self.timing_sets = 0
+        self.closed = False
         self.ipc = False  # outputs come back by CUDA IPC (else through files in self.io)
-        self.input_bytes: int | None = None
+        self.footprint: int | None = None  # one input set + output, from a meta-device forward
         self.fresh_base_times: list[float] = []
         self.fresh_times: list[float] = []
 
@@ -159,12 +163,15 @@ class Evaluation:
         try:
             self._prepare()
             self._handover()
-            with self._gpu("shared"):
-                self._correctness()
-            if self._should_time():
+            if self._shares_gpu():
+                with self._gpu("shared"):
+                    self._correctness()
+                with self._gpu("exclusive" if self._should_time() else "none"):
+                    self._time_and_check()
+            else:  # gigabyte tensors: one exclusive stretch, so no other evaluation's memory sits on the device
                 with self._gpu("exclusive"):
-                    self._timing()
-            self._final_integrity()
+                    self._correctness()
+                    self._time_and_check()
             self._verdict()
         except CandidateFailed:
             pass
@@ -240,7 +247,7 @@ class Evaluation:
             }
         )
         self.info = setup["info"]
-        self.input_bytes = setup.get("input_bytes")
+        self.footprint = setup.get("footprint_bytes")
         self.record["environment"]["limits"] = {"host_memory_bytes": memory, **limits}
 
         started = time.monotonic()
@@ -300,13 +307,10 @@ class Evaluation:
     def _gpu(self, mode: str) -> Iterator[None]:
         """Share the GPU for correctness, own it for timing (see gpu_lock.py). Time spent queueing is added to the
         deadline: it is not the kernel's time."""
-        if not (self.cuda and self.opts.gpu_lock_dir):
+        if mode == "none" or not (self.cuda and self.opts.gpu_lock_dir):
             yield
             return
         lock = DeviceLock(self.opts.gpu_lock_dir, self.info.get("uuid") or self.info.get("device_name", "gpu"))
-        small = self.input_bytes is not None and self.input_bytes <= self.opts.gpu_share_max_mb << 20
-        if mode == "shared" and not small:
-            mode = "exclusive"  # gigabyte tensors: several such evaluations at once would run the device out of memory
         with contextlib.ExitStack() as stack:
             try:
                 stack.enter_context((lock.shared if mode == "shared" else lock.exclusive)(self.deadline + 3600))
@@ -316,7 +320,18 @@ class Evaluation:
             phases = self.record["phases"]
             phases["gpu_wait"] = round(phases.get("gpu_wait", 0.0) + lock.waited_s, 3)
             self.emit({"event": "gpu_wait", "seconds": lock.waited_s})
+            if mode == "exclusive":  # the workers go before the lock does: their device memory with them
+                stack.callback(self._shutdown)
             yield
+
+    def _time_and_check(self) -> None:
+        if self._should_time():
+            self._timing()
+        self._final_integrity()
+
+    def _shares_gpu(self) -> bool:
+        """Small evaluations run correctness alongside others; gigabyte tensors (or unknown sizes) do not."""
+        return self.footprint is not None and self.footprint <= self.opts.gpu_share_max_mb << 20
 
     def _handover(self) -> None:
         """Give the candidate the problem's get_inputs (inputs are regenerated from seeds on both sides, never
@@ -326,7 +341,7 @@ class Evaluation:
         if self.cuda:
             desc = self.ask_cand({"cmd": "probe_handover"})["desc"]
             probe = self.ask_ref({"cmd": "probe_handover", "desc": desc})
-            self.ipc, reason = bool(probe.get("ok")), probe.get("reason")
+            self.ipc, reason = bool(probe.get("opened")), probe.get("reason")
             self.ask_cand({"cmd": "use_ipc", "ipc": self.ipc})
         self.record["environment"]["output_handover"] = "cuda_ipc" if self.ipc else f"file ({reason or 'probe failed'})"
 
@@ -341,7 +356,7 @@ class Evaluation:
     # --- correctness -----------------------------------------------------------------------------------------
 
     def _trial(
-        self, key: str, scale: float, tol: float, *, track_constant: bool = True, determinism: bool = False
+        self, key: str, scale: float | str, tol: float, *, track_constant: bool = True, determinism: bool = False
     ) -> dict[str, Any]:
         """One trial: reference on inputs from a secret seed, the candidate on the same seed's inputs, comparison."""
         seed = self.seed()
@@ -351,6 +366,7 @@ class Evaluation:
         if made.get("skipped"):
             return {"skipped": made["skipped"]}
         self.output_bytes = max(self.output_bytes, int(made["output_bytes"]))
+        self.input_bytes = max(self.input_bytes, int(made.get("input_bytes") or 0))
         poison_bytes = 2 * int(made["output_bytes"]) + (64 << 20)
         out_a, out_b = str(self.io / f"{key}_out.pt"), str(self.io / f"{key}_out_b.pt")
         run = self._cand_run(seed, scale, out_a, float("nan"), poison_bytes)
@@ -379,7 +395,9 @@ class Evaluation:
             self.flag_details.setdefault("shape_dtype", result.get("reason", ""))
         return result
 
-    def _cand_run(self, seed: int, scale: float, out_path: str, poison: float, poison_bytes: int) -> dict[str, Any]:
+    def _cand_run(
+        self, seed: int, scale: float | str, out_path: str, poison: float, poison_bytes: int
+    ) -> dict[str, Any]:
         run = self.ask_cand(
             {
                 "cmd": "run",
@@ -444,12 +462,27 @@ class Evaluation:
         active = [d for d in self.record["distributions"] if not d["skipped"]]
         if not active:
             raise HarnessInfraError("the reference gives NaN/Inf or raises under every distribution")
-        self.record["correct"] = all(d["passed"] for d in active)
+        mixed = self._mixed_signs()
+        self.record["correct"] = all(d["passed"] for d in active) and mixed is not False
         constant = self.ask_ref({"cmd": "constant"})
         self.ask_cand({"cmd": "release", "empty_cache": True})
         self.record["reference_constant"] = constant["constant"]
         self._integrity("after correctness")
         self.phase("correctness", started)
+
+    def _mixed_signs(self) -> bool | None:
+        """One trial with a random sign per input element (B7: D1-D4 leave each tensor single-signed, so probing a
+        few elements could route each distribution to a path that is right only for it)."""
+        res = self._trial("M0", MIXED_SIGNS, VERIFIED_TOLERANCE, track_constant=False)
+        if "skipped" in res:
+            set_check(self.record, "mixed_sign_inputs", None, "not applicable: " + res["skipped"][:200])
+            return None
+        passed = bool(res.get("passed"))
+        detail = "float inputs positive but for up to 64 random elements negated (one trial, 1e-3): "
+        set_check(
+            self.record, "mixed_sign_inputs", passed, detail + ("passed" if passed else res.get("reason", "")[:300])
+        )
+        return passed
 
     def _randomise(self) -> None:
         if not self.opts.randomise_params:
@@ -459,12 +492,15 @@ class Evaluation:
         floats = [
             e for e in self.state_entries if e[2].startswith("torch.float") or e[2] in ("torch.half", "torch.bfloat16")
         ]
-        reply = self.ask_ref(
-            {"cmd": "randomise", "entries": floats, "seed": self.seed(), "out_path": str(self.io / "params.pt")}
-        )
-        if reply["matched"]:
-            self.ask_cand({"cmd": "load_params", "path": str(self.io / "params.pt")})
-        (self.io / "params.pt").unlink(missing_ok=True)
+        # Written by the clean side after kernel code ran, so never into a directory the kernel owns (a planted
+        # symlink there would make the reference overwrite any file): a fresh directory of the orchestrator's own.
+        handoff = self.work / "handoff"
+        handoff.mkdir(mode=0o755, exist_ok=True)
+        params = handoff / "params.pt"
+        reply = self.ask_ref({"cmd": "randomise", "entries": floats, "seed": self.seed(), "out_path": str(params)})
+        if reply["matched"]:  # the reference randomised all of its float entries, the candidate gets the matched ones
+            self.ask_cand({"cmd": "load_params", "path": str(params)})
+        params.unlink(missing_ok=True)
         total, matched, missing = reply["total"], reply["matched"], reply["missing"]
         if total == 0:
             ok, detail = True, "nothing to randomise: the reference has no float parameters or buffers"
@@ -476,7 +512,7 @@ class Evaluation:
                 f"{len(matched)} of {total} randomised; ModelNew has no same-name, same-shape entry for: "
                 + ", ".join(missing[:8])
                 + (" ..." if len(missing) > 8 else "")
-                + " (default init kept there)"
+                + " (randomised in the reference all the same: a kernel that hard-codes their default values fails)"
             )
         self.record["params_randomised"] = ok
         set_check(self.record, "params_randomised", ok, detail)
@@ -494,7 +530,8 @@ class Evaluation:
     def _timing(self) -> None:
         started = time.monotonic()
         opts = self.opts
-        seeds = [self.seed() for _ in range(opts.input_sets)]
+        self.timing_sets = self._timing_sets()
+        seeds = [self.seed() for _ in range(self.timing_sets)]
         setup = self.ask_ref(
             {"cmd": "timing_setup", "seeds": seeds, "warmup": opts.warmup_calls, "compile": opts.compile_baseline}
         )
@@ -532,7 +569,7 @@ class Evaluation:
                         forged.append(f"block {rounds}: {sum(block):.3f} ms reported in {wall_ms:.3f} ms")
                     if keep:  # decided before, revealed only after the block (A7 phase detection)
                         kept_blocks += 1
-                        paths = {str(i): str(self.io / f"timed_{rounds}_{i}.pt") for i in range(opts.input_sets)}
+                        paths = {str(i): str(self.io / f"timed_{rounds}_{i}.pt") for i in range(len(seeds))}
                         saved = self.ask_cand({"cmd": "save_kept", "paths": paths})["saved"]
                         rechecks.update(self._recheck_outputs(f"block {rounds}", saved, paths))
             offset += opts.block_calls
@@ -552,11 +589,23 @@ class Evaluation:
         self._timing_record(times, walls, outer, forged, setup)
         self.phase("timing", started)
 
+    def _timing_sets(self) -> int:
+        """Rotating input sets for timing; fewer when each is gigabytes. Each worker holds every set and one output
+        per set, plus a fresh set and its output, within its share of device memory (a 6-8 GB-per-tensor problem
+        gets 1-2 sets instead of 3; the fresh-input probe still sees never-seen inputs)."""
+        total = self.info.get("total_memory_bytes")
+        if not (self.cuda and total and self.input_bytes):
+            return self.opts.input_sets
+        per_set = self.input_bytes + self.output_bytes
+        # the reference also holds a fresh set, its output and a forward's clone and output; the candidate alike
+        room = total * self.opts.gpu_memory_fraction - (2 * self.input_bytes + 3 * self.output_bytes)
+        return max(1, min(self.opts.input_sets, int(room // max(per_set, 1))))
+
     def _fresh_probe(self, rechecks: dict[str, Any]) -> None:
         """Time a few calls on input sets the kernel has never seen. The timed loop rotates through a handful of
         sets, so a cache keyed on input contents or addresses (A6, A9) would otherwise replay most timed calls.
         One set at a time: on the largest problems a set and its output are 6.4 GB each."""
-        start = self.opts.input_sets
+        start = self.timing_sets
         self.fresh_base_times, self.fresh_times = [], []
         for index in range(start, start + (3 if self.opts.quick else 5)):
             seed = self.seed()
@@ -573,7 +622,7 @@ class Evaluation:
         outputs = {i: self._output(desc, paths[i]) for i, desc in saved.items() if desc is not None and i in paths}
         if outputs:
             reply = self.ask_ref(
-                {"cmd": "recheck", "outputs": outputs, "tol": VERIFIED_TOLERANCE, "fresh_start": self.opts.input_sets}
+                {"cmd": "recheck", "outputs": outputs, "tol": VERIFIED_TOLERANCE, "fresh_start": self.timing_sets}
             )
             results.update({f"input set {i} ({tag})": r for i, r in reply["results"].items()})
         self._release()
@@ -602,7 +651,7 @@ class Evaluation:
         timing["device_kind"] = "cuda" if self.cuda else "cpu"
         timing["l2_flush"] = setup["flush"]
         timing["order"] = "alternating blocks (ABAB), " + f"{self.opts.block_calls} calls per block"
-        timing["input_sets"] = self.opts.input_sets
+        timing["input_sets"] = self.timing_sets
         timing["precision"] = {
             "candidate": "tf32 flags on",
             "baseline_tf32": "tf32 flags on",
@@ -791,9 +840,15 @@ class Evaluation:
         self.record["status"] = "ok"
         if not self.record["correct"]:
             failed = [f"{d['name']}: {d['error']}" for d in self.record["distributions"] if d["passed"] is False]
+            mixed = get_check(self.record, "mixed_sign_inputs")
+            if mixed and mixed["passed"] is False:
+                failed.append(f"mixed signs: {mixed['detail']}")
             self.record["error"] = shorten("incorrect: " + "; ".join(failed), 600)
 
     def _shutdown(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
         for worker in (self.cand, self.ref):
             if worker is not None:
                 worker.close()

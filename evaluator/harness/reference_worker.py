@@ -27,7 +27,7 @@ from evaluator.harness.worker_base import (
     clone_all,
     device_info,
     load_problem,
-    load_trusted,
+    load_untrusted_file,
     make_inputs,
     precision_flags,
     serve,
@@ -66,13 +66,16 @@ class Reference:
         torch.save(init, msg["init_path"])
         self.model = self._build(init)
         set_precision(False)
-        return {"info": device_info(self.device), "flags": precision_flags(), "input_bytes": self._input_bytes()}
+        return {"info": device_info(self.device), "flags": precision_flags(), "footprint_bytes": self._footprint(init)}
 
-    def _input_bytes(self) -> int | None:
-        """Size of one input set, from get_inputs() on the meta device (nothing allocated); None if it won't run."""
+    def _footprint(self, init: list[Any]) -> int | None:
+        """Bytes of one input set plus its output, from a forward on the meta device (shapes only, nothing
+        allocated or computed); None when the model cannot run there."""
         try:
-            with torch.device("meta"):
-                return tensor_bytes(list(self.ns["get_inputs"]()))
+            with torch.device("meta"), torch.no_grad():
+                inputs = list(self.ns["get_inputs"]())
+                out = self.ns["Model"](*init)(*inputs)
+            return tensor_bytes(inputs) + tensor_bytes([out])
         except Exception:  # noqa: BLE001 - an estimate only
             return None
 
@@ -80,7 +83,7 @@ class Reference:
         torch.manual_seed(42)  # KernelBench convention: seed 42 before each construction
         return self.ns["Model"](*init).to(self.device)
 
-    def _inputs(self, seed: int, scale: float) -> list[Any]:
+    def _inputs(self, seed: int, scale: float | str) -> list[Any]:
         return make_inputs(self.ns, seed, scale, self.device)
 
     def _forward(self, inputs: list[Any], *, keep_inputs: bool = True) -> torch.Tensor:
@@ -94,7 +97,7 @@ class Reference:
         return out.detach()
 
     def make_trial(self, msg: dict[str, Any]) -> dict[str, Any]:
-        inputs = self._inputs(int(msg["seed"]), float(msg["scale"]))
+        inputs = self._inputs(int(msg["seed"]), msg["scale"])
         try:
             ref = self._forward(inputs)
         except Exception as exc:  # noqa: BLE001 - the distribution is skipped, with the reason
@@ -135,10 +138,7 @@ class Reference:
         desc = output.get("desc") or {}
         if desc.get("kind") == "cuda_ipc":
             return open_cuda(desc, self.device)
-        try:
-            return load_trusted(output["path"], self.device)
-        finally:
-            Path(output["path"]).unlink(missing_ok=True)
+        return load_untrusted_file(output["path"], self.device)
 
     def _compare_output(self, output: dict[str, Any], ref: torch.Tensor, tol: float) -> dict[str, Any]:
         try:
@@ -152,9 +152,12 @@ class Reference:
         try:
             got = open_cuda(msg["desc"], self.device)
         except Exception as exc:  # noqa: BLE001 - the answer is "no", with the reason
-            return {"ok": False, "reason": short_exception(exc, 300)}
+            return {"opened": False, "reason": short_exception(exc, 300)}
         want = torch.arange(got.numel(), dtype=got.dtype, device=got.device)
-        return {"ok": bool(torch.equal(got, want)), "reason": None}
+        return {
+            "opened": bool(torch.equal(got, want)),
+            "reason": None if torch.equal(got, want) else "probe values differ",
+        }
 
     def constant_state(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.first_ref = None  # not needed after correctness; frees device memory before timing
@@ -169,21 +172,17 @@ class Reference:
         wanted = {name: (tuple(shape), dtype) for name, shape, dtype in msg["entries"]}
         state = self.model.state_dict()
         floats = {n: t for n, t in state.items() if isinstance(t, torch.Tensor) and t.is_floating_point()}
-        matched = [n for n, t in floats.items() if wanted.get(n) == (tuple(t.shape), str(t.dtype))]
-        missing = [n for n in floats if n not in matched]
-        rename = {n: n for n in matched}
-        # Renamed but created in the same order with the same shapes (the seed-42 convention already relies on
-        # creation order): map by position, or a kernel could dodge randomisation just by renaming (B11).
-        ref_sig = [(tuple(t.shape), str(t.dtype)) for t in floats.values()]
-        if missing and ref_sig == list(wanted.values()):
-            rename = dict(zip(floats, wanted, strict=True))
-            matched, missing = list(floats), []
+        rename = match_entries({n: (tuple(t.shape), str(t.dtype)) for n, t in floats.items()}, wanted)
+        matched = list(rename)
+        missing = [n for n in floats if n not in rename]
         generator = torch.Generator(device=self.device).manual_seed(int(msg["seed"]))  # generated on the device
-        new_values = {name: _random_like(floats[name], generator) for name in matched}
+        # Every float entry of the reference is randomised, matched or not: a kernel without some parameter (B11,
+        # e.g. no LayerNorm affine at all) can then only pass by being right for any value of it, not the default.
+        new_values = {name: _random_like(t, generator) for name, t in floats.items()}
         with torch.no_grad():
             for name, value in new_values.items():
                 floats[name].copy_(value.to(floats[name].device))
-        torch.save({rename[name]: value for name, value in new_values.items()}, msg["out_path"])
+        torch.save({rename[name]: new_values[name] for name in matched}, msg["out_path"])
         return {"matched": matched, "missing": missing, "total": len(floats)}
 
     # --- timing ----------------------------------------------------------------------------------------------
@@ -274,6 +273,26 @@ class Reference:
                 self.recheck_refs.pop(int(index))
             results[index] = self._compare_output(output, ref, float(msg["tol"]))
         return {"results": results}
+
+
+def match_entries(
+    reference: dict[str, tuple[tuple[int, ...], str]], candidate: dict[str, tuple[tuple[int, ...], str]]
+) -> dict[str, str]:
+    """Reference entry name -> ModelNew entry name. Same name and shape first; the rest in creation order by shape
+    (the seed-42 convention already relies on creation order), skipping ModelNew's extra entries, so renaming or
+    adding a parameter cannot dodge randomisation (B11)."""
+    rename = {n: n for n, sig in reference.items() if candidate.get(n) == sig}
+    free = [c for c in candidate if c not in rename.values()]
+    j = 0
+    for name, sig in reference.items():
+        if name in rename:
+            continue
+        while j < len(free) and candidate[free[j]] != sig:
+            j += 1
+        if j < len(free):
+            rename[name] = free[j]
+            j += 1
+    return rename
 
 
 def _random_like(tensor: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

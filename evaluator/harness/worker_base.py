@@ -11,6 +11,7 @@ import json
 import os
 import resource
 import signal
+import stat
 import sys
 import time
 import traceback
@@ -171,8 +172,10 @@ def load_problem(source: str) -> dict[str, Any]:
     return ns
 
 
-def make_inputs(ns: dict[str, Any], seed: int, scale: float, device: str) -> list[Any]:
-    """get_inputs() under a seed, generated on the device, float tensors scaled (the distribution factor).
+def make_inputs(ns: dict[str, Any], seed: int, scale: float | str, device: str) -> list[Any]:
+    """get_inputs() under a seed, generated on the device, float tensors scaled (the distribution factor), or, when
+    `scale` is "mixed", made positive with up to 64 random elements negated: a kernel that probes a few elements
+    (at fixed or random places) to pick a sign-specific path almost surely sees only positives and takes it.
 
     Both workers call this with the same seed and get the same bits (same torch, same device), so inputs never have
     to cross processes. A candidate that patches torch's generators only changes its own inputs, and then its
@@ -182,16 +185,43 @@ def make_inputs(ns: dict[str, Any], seed: int, scale: float, device: str) -> lis
         torch.manual_seed(seed)
         raw = list(ns["get_inputs"]())
     inputs = []
+    signs = torch.Generator(device=device).manual_seed(seed ^ 0x5EED)
     for value in to_device(raw, device):
-        if isinstance(value, torch.Tensor) and value.is_floating_point() and scale != 1.0:
-            value = value * scale
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            if scale == "mixed":
+                value = value.abs().contiguous()
+                if value.numel():
+                    flat = value.view(-1)
+                    count = max(1, min(64, flat.numel() // 64))
+                    where = torch.randint(0, flat.numel(), (count,), generator=signs, device=value.device)
+                    flat[where] = -flat[where]
+            elif scale != 1.0:
+                value = value * float(scale)
         inputs.append(value)
     return inputs
 
 
-def load_trusted(path: str, device: str) -> Any:
-    """Load a file written by a harness process. weights_only: plain tensors and containers, no code."""
-    return to_device(torch.load(path, map_location="cpu", weights_only=True, mmap=True), device)
+def load_untrusted_file(path: str, device: str) -> Any:
+    """Load (then remove) a file the candidate wrote into its own io folder. weights_only: plain tensors and
+    containers, no code. The folder belongs to the kernel, so neither it nor the file may be a symlink (a root
+    reader must not be sent to another file), and the file must be a regular one (not a FIFO or a device)."""
+    folder, name = os.path.split(path)
+    parent, leaf = os.path.split(folder)
+    base = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        io_dir = os.open(leaf, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=base)
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=io_dir)
+            with os.fdopen(fd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    raise ValueError("the output is not a regular file")
+                value = torch.load(fh, map_location="cpu", weights_only=True)
+            os.unlink(name, dir_fd=io_dir)
+        finally:
+            os.close(io_dir)
+    finally:
+        os.close(base)
+    return to_device(value, device)
 
 
 class L2Flusher:

@@ -78,12 +78,34 @@ def test_partial_parameter_match_is_reported(evaluate):
         "    def forward(self, x):\n        return torch.nn.functional.gelu(self.bn(self.fc(x)))\n"
     )
     record = evaluate("linear_bn", kernel_source=renamed)
+    # Renamed (fc vs linear) and an extra parameter: entries are still mapped in creation order by shape, so every
+    # reference parameter reaches ModelNew and a faithful kernel passes on randomised weights.
+    assert record["params_randomised"] is True, check(record, "params_randomised")["detail"]
+    assert record["correct"] is True, record["distributions"]
+
+
+def test_a_missing_parameter_is_randomised_in_the_reference_anyway(evaluate):
+    """B11: no BatchNorm affine at all, default (1, 0) hard-coded: right only for the default values."""
+    dropped = (
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass ModelNew(nn.Module):\n"
+        "    def __init__(self, i, o):\n        super().__init__()\n        self.linear = nn.Linear(i, o)\n"
+        "        self.bn = nn.BatchNorm1d(o, affine=False)\n\n"
+        "    def forward(self, x):\n        return F.gelu(self.bn(self.linear(x)))\n"
+    )
+    record = evaluate("linear_bn", kernel_source=dropped)
     assert record["params_randomised"] is False
     detail = check(record, "params_randomised")["detail"]
-    assert "linear.weight" in detail and "linear.bias" in detail
-    # An extra parameter defeats positional mapping too, so only same-name entries were randomised, on both sides
-    # alike: a faithful kernel still passes.
-    assert record["correct"] is True, record["distributions"]
+    assert "bn.weight" in detail and "bn.bias" in detail
+    assert record["correct"] is False
+
+
+def test_entry_matching_by_name_then_creation_order():
+    from evaluator.harness.reference_worker import match_entries
+
+    ref = {"a.w": ((4, 2), "f"), "a.b": ((4,), "f"), "n.w": ((4,), "f"), "n.b": ((4,), "f")}
+    cand = {"extra": ((3,), "f"), "x.w": ((4, 2), "f"), "x.b": ((4,), "f"), "n.w": ((4,), "f"), "y": ((4,), "f")}
+    assert match_entries(ref, cand) == {"n.w": "n.w", "a.w": "x.w", "a.b": "x.b", "n.b": "y"}
+    assert "n.b" not in match_entries(ref, {"a.w": ((4, 2), "f"), "a.b": ((4,), "f"), "n.w": ((4,), "f")})
 
 
 def test_constant_reference_is_detected(evaluate):

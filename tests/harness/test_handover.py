@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -113,3 +114,39 @@ def test_cuda_ipc_round_trip_between_processes():
         assert torch.equal(got, want)
     finally:
         child.communicate("\n", timeout=30)
+
+
+def test_mixed_sign_inputs_are_positive_but_for_a_few_elements_and_reproducible():
+    ns = load_problem(PROBLEM)
+    first, again = make_inputs(ns, 99, "mixed", "cpu"), make_inputs(ns, 99, "mixed", "cpu")
+    x = first[0]
+    negatives = int((x < 0).sum())
+    assert 1 <= negatives <= 64 and negatives < x.numel() // 8
+    assert bool((x.reshape(-1)[:16] >= 0).all()) or negatives > 1  # a 16-element probe almost surely sees no sign
+    assert torch.equal(first[0], again[0]) and torch.equal(first[1], again[1])
+    plain = make_inputs(ns, 99, 1.0, "cpu")
+    assert torch.equal(x.abs(), plain[0].abs())  # same magnitudes as D1: only signs change
+
+
+def test_output_files_are_read_without_following_links(tmp_path):
+    """The kernel owns its io folder: a planted symlink (file or folder) or a FIFO must not redirect the reader."""
+    from evaluator.harness.worker_base import load_untrusted_file
+
+    io = tmp_path / "cand" / "io"
+    io.mkdir(parents=True)
+    secret = tmp_path / "elsewhere.pt"
+    torch.save(torch.ones(3), secret)
+    torch.save(torch.arange(3), io / "ok.pt")
+    assert torch.equal(load_untrusted_file(str(io / "ok.pt"), "cpu"), torch.arange(3))
+    assert not (io / "ok.pt").exists()  # consumed
+    (io / "link.pt").symlink_to(secret)
+    with pytest.raises(OSError):
+        load_untrusted_file(str(io / "link.pt"), "cpu")
+    os.mkfifo(io / "fifo.pt")
+    with pytest.raises(ValueError, match="regular"):
+        load_untrusted_file(str(io / "fifo.pt"), "cpu")
+    moved = tmp_path / "cand" / "io-real"
+    io.rename(moved)
+    io.symlink_to(tmp_path)  # the whole folder swapped for a link
+    with pytest.raises(OSError):
+        load_untrusted_file(str(io / "elsewhere.pt"), "cpu")
