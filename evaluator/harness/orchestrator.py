@@ -12,7 +12,6 @@ import hashlib
 import os
 import secrets
 import shutil
-import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +24,6 @@ from evaluator.harness.hardening import become_subreaper, kill_adopted_children
 from evaluator.harness.privileges import candidate_identity, check_runtime, give_to, open_path, take_back
 from evaluator.harness.protocol import (
     DISTRIBUTIONS,
-    EXCESSIVE_SPEEDUP,
     HARD_CHECKS,
     HARNESS_VERSION,
     MIXED_SIGNS,
@@ -39,7 +37,8 @@ from evaluator.harness.protocol import (
     shorten,
 )
 from evaluator.harness.sandbox import Worker, WorkerError, build_env
-from evaluator.harness.timing import bootstrap_ratio_ci, rse, summarise
+from evaluator.harness.timing import rse
+from evaluator.harness.timing_record import OuterBlocks, Samples, fill_timing_record
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -645,125 +644,22 @@ class Evaluation:
             return
         set_check(self.record, "timed_output_recheck", ok, detail)
 
-    def _timing_record(self, times, walls, outer, forged, setup) -> None:  # noqa: ANN001 - internal
-        timing = self.record["timing"]
-        timing["method"] = "cuda_event" if self.cuda else "cpu_perf_counter"
-        timing["device_kind"] = "cuda" if self.cuda else "cpu"
-        timing["l2_flush"] = setup["flush"]
-        timing["order"] = "alternating blocks (ABAB), " + f"{self.opts.block_calls} calls per block"
-        timing["input_sets"] = self.timing_sets
-        timing["precision"] = {
-            "candidate": "tf32 flags on",
-            "baseline_tf32": "tf32 flags on",
-            "baseline_fp32": "tf32 flags off",
-            "reference_for_correctness": "tf32 flags off",
-        }
-        timing["candidate"] = summarise(times["cand"])
-        timing["baseline_tf32"] = summarise(times["tf32"])
-        timing["baseline_fp32"] = summarise(times["fp32"])
-        if "compile" in times:
-            timing["baseline_compile"] = summarise(times["compile"])
-        elif self.opts.compile_baseline:
-            timing["baseline_compile"] = {"error": setup.get("compile_error")}
-        c_med = timing["candidate"]["median_ms"]
-        resamples = 500 if self.opts.quick else 2000
-        if c_med and c_med > 0:
-            self.record["speedup"] = timing["baseline_tf32"]["median_ms"] / c_med
-            self.record["speedup_ci"] = bootstrap_ratio_ci(
-                times["tf32"], times["cand"], resamples=resamples, seed=secrets.randbits(32)
-            )
-            self.record["speedup_fp32"] = timing["baseline_fp32"]["median_ms"] / c_med
-            if "compile" in times:
-                self.record["speedup_compile"] = timing["baseline_compile"]["median_ms"] / c_med
-            fresh = getattr(self, "fresh_times", None)
-            if fresh:
-                f_med = statistics.median(fresh)
-                replay = f_med > 1.5 * c_med + 0.05
-                timing["candidate_fresh_inputs"] = {"median_ms": f_med, "calls": len(fresh)}
-                detail = f"{len(fresh)} calls on never-seen inputs: median {f_med:.4g} ms vs {c_med:.4g} ms rotating"
-                base = getattr(self, "fresh_base_times", None)
-                if replay:  # the rotating figure came from replays: judge the kernel by what fresh inputs cost
-                    factor = c_med / f_med
-                    if base and self.record["speedup"]:  # paired with the baseline on the same fresh inputs
-                        factor = min(1.0, statistics.median(base) / f_med / self.record["speedup"])
-                    for key in ("speedup", "speedup_fp32", "speedup_compile"):
-                        if self.record[key] is not None:
-                            self.record[key] *= factor
-                    self.record["speedup_ci"] = [v * factor for v in self.record["speedup_ci"] or []] or None
-                    detail += f"; speedup taken from the fresh-input calls ({factor:.3g}x)"
-                set_check(self.record, "fresh_input_timing", not replay, detail)
-
-        # Wall-clock cross-check. Inside each worker: per-call device-synchronised wall vs event time. Outside, on
-        # the orchestrator's clock (which the candidate cannot touch): per-call block wall minus reported time, for
-        # the candidate against the same overhead for the baseline. Hidden work shows up as unexplained time.
-        def overhead(side: str) -> float:
-            per_block = [(wall - reported) / max(n, 1) for wall, reported, n in outer[side]]
-            return statistics.median(per_block) if per_block else 0.0
-
-        c_wall = statistics.median(walls["cand"]) if walls["cand"] else None
-        b_wall = statistics.median(walls["tf32"]) if walls["tf32"] else None
-        inner_ratio = (c_wall / c_med) if (c_wall and c_med) else None
-        excess = overhead("cand") - overhead("tf32")
-        slack = 0.5 * (c_med or 0) + max(0.05, 2.0 / self.opts.block_calls)  # pipe round trips jitter
-        inner_bad = inner_ratio is not None and inner_ratio > 1.5 and (c_wall - c_med) > 0.05
-        # On CPU too: the candidate process's own clock can be rebound or its reply forged (A4, A5); only the
-        # orchestrator's clock is out of its reach.
-        outer_bad = excess > slack
-
-        def per_call(side: str) -> float | None:
-            blocks = [wall / max(n, 1) for wall, _, n in outer[side]]
-            return statistics.median(blocks) if blocks else None
-
-        c_outer, b_outer = per_call("cand"), per_call("tf32")
-        timing["wallclock"] = {
-            "candidate_synced_median_ms": c_wall,
-            "baseline_synced_median_ms": b_wall,
-            "candidate_ratio": inner_ratio,
-            "candidate_overhead_ms_per_call": overhead("cand"),
-            "baseline_overhead_ms_per_call": overhead("tf32"),
-            "speedup_wallclock": (b_wall / c_wall) if (b_wall and c_wall) else None,
-            "speedup_orchestrator_clock": (b_outer / c_outer) if (b_outer and c_outer) else None,
-        }
-        detail = (
-            (
-                f"synced wall / timed = {inner_ratio:.3f} (limit 1.5); unexplained time per call vs baseline "
-                f"{excess:+.4f} ms (limit {slack:.4f} ms)"
-            )
-            if inner_ratio
-            else "no timing data"
+    def _timing_record(
+        self, times: Samples, walls: Samples, outer: OuterBlocks, forged: list[str], setup: dict[str, Any]
+    ) -> None:
+        fill_timing_record(
+            self.record,
+            times,
+            walls,
+            outer,
+            forged,
+            setup,
+            self.opts,
+            cuda=self.cuda,
+            input_sets=self.timing_sets,
+            fresh_times=self.fresh_times,
+            fresh_base_times=self.fresh_base_times,
         )
-        # A failed cross-check means the timed numbers cannot be trusted: the speedup falls back to the clock that
-        # saw the work (synced wall for hidden device work, the orchestrator's for forged or rebound clocks).
-        fallbacks = [
-            timing["wallclock"]["speedup_wallclock"] if inner_bad else None,
-            timing["wallclock"]["speedup_orchestrator_clock"] if outer_bad else None,
-        ]
-        fallbacks = [f for f in fallbacks if f is not None]
-        if fallbacks and self.record["speedup"] is not None and min(fallbacks) < self.record["speedup"]:
-            factor = min(fallbacks) / self.record["speedup"]
-            for key in ("speedup", "speedup_fp32", "speedup_compile"):
-                if self.record[key] is not None:
-                    self.record[key] *= factor
-            if self.record["speedup_ci"]:
-                self.record["speedup_ci"] = [v * factor for v in self.record["speedup_ci"]]
-            detail += f"; speedup taken from the wall clock ({factor:.3g}x of the timed figure)"
-        set_check(self.record, "wallclock_crosscheck", not (inner_bad or outer_bad), detail)
-        if forged:
-            set_check(
-                self.record,
-                "timer_integrity",
-                False,
-                "candidate reported more time than elapsed: " + "; ".join(forged)[:300],
-            )
-        speedup = self.record["speedup"]
-        if speedup is not None:
-            plausible = speedup <= EXCESSIVE_SPEEDUP
-            set_check(
-                self.record,
-                "speedup_plausible",
-                plausible,
-                f"speedup {speedup:.3g}x " + ("<=" if plausible else "> ") + f"{EXCESSIVE_SPEEDUP:g}x",
-            )
 
     # --- checks and verdict ----------------------------------------------------------------------------------
 
