@@ -1,6 +1,7 @@
-"""The candidate worker: the only process that imports the kernel. It runs ModelNew on inputs a clean process
-generated, saves outputs for a clean process to compare, and times itself with clocks captured before the kernel
-was imported. Whatever it reports is evidence; verdicts are made in clean processes and by the orchestrator.
+"""The candidate worker: the only process that imports the kernel. It runs ModelNew on inputs regenerated from the
+clean side's seeds, publishes outputs (CUDA IPC or a file) for a clean process to compare, and times itself with
+clocks captured before the kernel was imported. Whatever it reports is evidence; verdicts are made in clean
+processes and by the orchestrator.
 
 Run as `python -m evaluator.harness.candidate_worker CMD_FD REPLY_FD LIMITS_JSON` by the orchestrator only.
 """

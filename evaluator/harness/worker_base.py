@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-try:  # tensors cross processes as files: skip the zip CRC32, which halves save and load throughput
+try:  # outputs may cross processes as files: skip the zip CRC32, which halves save and load throughput
     from torch.utils.serialization import config as _serialization_config
 
     _serialization_config.save.compute_crc32 = False
