@@ -604,15 +604,19 @@ class Evaluation:
     def _fresh_probe(self, rechecks: dict[str, Any]) -> None:
         """Time a few calls on input sets the kernel has never seen. The timed loop rotates through a handful of
         sets, so a cache keyed on input contents or addresses (A6, A9) would otherwise replay most timed calls.
-        One set at a time: on the largest problems a set and its output are 6.4 GB each."""
+        The calls run back to back, as in a timed block, unless the sets are large: then one at a time, so a 6 GB
+        set and its output are held only once."""
         start = self.timing_sets
+        count = 3 if self.opts.quick else 5
+        batch = count if (self.input_bytes + self.output_bytes) * count <= 1 << 30 else 1
         self.fresh_base_times, self.fresh_times = [], []
-        for index in range(start, start + (3 if self.opts.quick else 5)):
-            seed = self.seed()
-            made = self.ask_ref({"cmd": "fresh_sets", "seeds": [seed], "start": index})
+        for first in range(start, start + count, batch):
+            indices = range(first, min(first + batch, start + count))
+            seeds = [self.seed() for _ in indices]
+            made = self.ask_ref({"cmd": "fresh_sets", "seeds": seeds, "start": first})
             self.fresh_base_times += [float(x) for x in made.get("times", [])]
-            paths = {str(index): str(self.io / f"fresh_out_{index}.pt")}
-            reply = self.ask_cand({"cmd": "time_fresh", "seeds": [seed], "paths": list(paths.values()), "start": index})
+            paths = {str(i): str(self.io / f"fresh_out_{i}.pt") for i in indices}
+            reply = self.ask_cand({"cmd": "time_fresh", "seeds": seeds, "paths": list(paths.values()), "start": first})
             self.fresh_times += [float(x) for x in reply["times"]]
             rechecks.update(self._recheck_outputs("fresh inputs", reply["saved"], paths))
 
