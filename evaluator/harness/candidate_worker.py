@@ -213,6 +213,12 @@ class Candidate:
                 state[name].copy_(value)
         return {"loaded": len(values)}
 
+    def extensions_dir(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Where builds after import go (a kernel that compiles on its first call)."""
+        Path(msg["path"]).mkdir(parents=True, exist_ok=True)
+        os.environ["TORCH_EXTENSIONS_DIR"] = msg["path"]
+        return {}
+
     def set_problem(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The problem's get_inputs(), so this process can regenerate the clean side's inputs from a seed."""
         self.problem = load_problem(msg["source"])
@@ -404,6 +410,7 @@ def main() -> None:
             "memory": state.memory,
             "integrity": state.integrity,
             "set_problem": state.set_problem,
+            "extensions_dir": state.extensions_dir,
             "probe_handover": state.probe_handover,
             "use_ipc": state.use_ipc,
             "release": state.release,

@@ -295,6 +295,10 @@ class Evaluation:
             if cache_state == "miss":
                 self.cache.commit(loaded["compile_s"])
             self.cache.release()
+            if not any(p.name not in ("lock", "triton") for p in self.cache.build_dir.iterdir()):
+                # Nothing was built at import: a kernel that calls load_inline on its first forward() builds into
+                # a private folder instead (uncached) rather than into the entry it can no longer write.
+                self.ask_cand({"cmd": "extensions_dir", "path": str(self.cand_dir / "torch_extensions")})
         self.record["phases"]["compile_import"] = round(loaded["compile_s"], 3)
         self.state_entries = loaded["state"]
         self._integrity("after import")

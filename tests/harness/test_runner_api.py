@@ -111,3 +111,16 @@ def test_load_inline_kernel_builds_once_then_hits_the_cache(tmp_path):
     assert runs[0]["correct"] is True
     assert [r["environment"]["compile_cache"] for r in runs] == ["miss", "hit"]
     assert runs[1]["phases"]["compile_import"] < runs[0]["phases"]["compile_import"]
+
+
+@pytest.mark.slow  # builds a C++ extension with load_inline (tens of seconds on CPU)
+def test_kernel_that_builds_on_its_first_call_works_with_the_compile_cache(tmp_path):
+    record = run_evaluation(
+        problem_source=source("problem", "relu"),
+        kernel_source=source("kernel", "relu_cpp_lazy"),
+        timeout=600,
+        work_root=tmp_path / "work",
+        compile_cache_dir=tmp_path / "cache",
+        options={"quick": True},
+    )
+    assert record["status"] == "ok" and record["correct"] is True, record["error"]
