@@ -145,7 +145,6 @@ class Candidate:
     def __init__(self) -> None:
         self.model: Any = None
         self.device = "cpu"
-        self.io_dir = Path(".")
         self.sets: list[list[Any]] = []
         self.flusher: L2Flusher | None = None
         self.task_base: int | None = None
@@ -157,7 +156,6 @@ class Candidate:
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Import the kernel (this compiles load_inline / Triton code), then build ModelNew with seed 42."""
         self.device = msg["device"]
-        self.io_dir = Path(msg["io_dir"])
         ext_dir = Path(msg["extensions_dir"])
         (ext_dir / "triton").mkdir(parents=True, exist_ok=True)
         os.environ["TORCH_EXTENSIONS_DIR"] = str(ext_dir)

@@ -275,7 +275,6 @@ class Evaluation:
                     "kernel_path": str(self.cand_dir / "kernel.py"),
                     "device": self.device,
                     "init_path": str(self.io / "init.pt"),
-                    "io_dir": str(self.io),
                     "extensions_dir": str(ext_dir),
                     "suffix": self.kernel_sha[:12],
                     "gpu_memory_fraction": self.opts.gpu_memory_fraction,

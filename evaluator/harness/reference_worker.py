@@ -119,10 +119,9 @@ class Reference:
         ref = self.refs.pop(msg["key"])
         if msg.get("output") is None:
             return {"passed": False, "plain": False, "reason": "no output to compare"}
-        try:
-            out = self._receive(msg["output"])
-        except Exception as exc:  # noqa: BLE001 - a subclass, code in a pickle, a forged handle: not a plain tensor
-            return {"passed": False, "plain": False, "reason": f"output is not a plain tensor: {exc}"[:300]}
+        out, failure = self._receive(msg["output"])
+        if failure:
+            return failure
         result = compare_outputs(out, ref, float(msg["tol"]))
         if "again" in msg:
             if msg["again"] is None:
@@ -133,31 +132,29 @@ class Reference:
                 result["determinism"] = {"passed": False, "reason": "output is not a plain tensor"}
         return result
 
-    def _receive(self, output: dict[str, Any]) -> Any:
-        """The candidate's output, by the hand-over its worker used (see handover.py); the file is removed after."""
+    def _receive(self, output: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+        """The candidate's output, by the hand-over its worker used (see handover.py), or the failed comparison
+        that stands for it when it cannot be read."""
         desc = output.get("desc") or {}
-        if desc.get("kind") == "cuda_ipc":
-            return open_cuda(desc, self.device)
-        return load_untrusted_file(output["path"], self.device)
+        try:
+            if desc.get("kind") == "cuda_ipc":
+                return open_cuda(desc, self.device), None
+            return load_untrusted_file(output["path"], self.device), None
+        except Exception as exc:  # noqa: BLE001 - a subclass, code in a pickle, a forged handle: not a plain tensor
+            return None, {"passed": False, "plain": False, "reason": f"output is not a plain tensor: {exc}"[:300]}
 
     def _compare_output(self, output: dict[str, Any], ref: torch.Tensor, tol: float) -> dict[str, Any]:
-        try:
-            out = self._receive(output)
-        except Exception as exc:  # noqa: BLE001 - a subclass, code in a pickle, a forged handle: not a plain tensor
-            return {"passed": False, "plain": False, "reason": f"output is not a plain tensor: {exc}"[:300]}
-        return compare_outputs(out, ref, tol)
+        out, failure = self._receive(output)
+        return failure or compare_outputs(out, ref, tol)
 
     def probe_handover(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Can this process open the candidate's CUDA IPC handles? (Not across some container boundaries.)"""
+        """Can this process open the candidate's CUDA IPC handles? (Not across Unix users or some containers.)"""
         try:
             got = open_cuda(msg["desc"], self.device)
         except Exception as exc:  # noqa: BLE001 - the answer is "no", with the reason
             return {"opened": False, "reason": short_exception(exc, 300)}
-        want = torch.arange(got.numel(), dtype=got.dtype, device=got.device)
-        return {
-            "opened": bool(torch.equal(got, want)),
-            "reason": None if torch.equal(got, want) else "probe values differ",
-        }
+        same = bool(torch.equal(got, torch.arange(got.numel(), dtype=got.dtype, device=got.device)))
+        return {"opened": same, "reason": None if same else "probe values differ"}
 
     def constant_state(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.first_ref = None  # not needed after correctness; frees device memory before timing
