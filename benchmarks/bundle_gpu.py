@@ -13,9 +13,13 @@ compile-only evaluations in parallel (CPU work, filling the compile cache) while
 other kernels; each built kernel then joins the queue. Longest-expected problems go first (from the committed
 baseline sweep), so the end of the run is not one long evaluation alone on an idle machine.
 
-Writes OUT_DIR/bundle.jsonl (one line per evaluation, as soon as it ends) and OUT_DIR/bundle_summary.json: wall
+Writes OUT_DIR/TAG.jsonl (one line per evaluation, as soon as it ends) and OUT_DIR/TAG_summary.json: wall
 time, where the time went (compile, correctness, timing, waiting for the GPU lock, waiting in the queue), counts by
 status. Imports no Django.
+
+A run longer than one sitting can be split: with `--state DIR` the rows go to DIR (kept between invocations) and a
+second invocation with the same DIR and tag evaluates only what the first did not finish; the summary then adds up
+the sittings' wall times (each sitting's own figure is in TAG_runs.json).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import argparse
 import json
 import os
 import queue
+import shutil
 import statistics
 import sys
 import threading
@@ -91,8 +96,10 @@ class Run:
         self.args = args
         self.jobs: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.lock = threading.Lock()
-        self.out = args.out / f"{args.tag}.jsonl"
+        self.out = args.state / f"{args.tag}.jsonl"
         self.records: list[dict[str, Any]] = []
+        if self.out.exists():  # an earlier sitting of the same run (--state)
+            self.records = [json.loads(line) for line in self.out.read_text().splitlines() if line.strip()]
         self.start = time.monotonic()
 
     def elapsed(self) -> float:
@@ -104,6 +111,8 @@ class Run:
             "timing_budget_s": self.args.timing_budget,
             "min_calls": self.args.min_calls,
             "gpu_lock_dir": str(self.args.locks),
+            "paper_loop": self.args.paper_loop,
+            "quick": self.args.quick,
             **extra,
         }
         started = time.monotonic()
@@ -111,7 +120,7 @@ class Run:
             record = run_evaluation(
                 problem_source=item["problem"],
                 kernel_source=item["kernel"],
-                device="cuda",
+                device=self.args.device,
                 timeout=self.args.timeout,
                 work_root=self.args.work_root,
                 compile_cache_dir=self.args.cache,
@@ -144,6 +153,10 @@ class Run:
 
     def log(self, item: dict[str, Any], record: dict[str, Any], *, gpu: str, phase: str, queued_s: float) -> None:
         timing = record.get("timing") or {}
+        sides = {
+            side: {k: (timing.get(side) or {}).get(k) for k in ("median_ms", "calls", "rse", "rse_median")}
+            for side in ("candidate", "baseline_tf32", "baseline_fp32")
+        }
         row = {
             "key": item["key"],
             "kind": item["kind"],
@@ -156,6 +169,9 @@ class Run:
             "speedup_fp32": record.get("speedup_fp32"),
             "tf32_ms": (timing.get("baseline_tf32") or {}).get("median_ms"),
             "kernel_ms": (timing.get("candidate") or {}).get("median_ms"),
+            "fp32_ms": (timing.get("baseline_fp32") or {}).get("median_ms"),
+            "timing_sides": sides if timing else None,
+            "paper_loop": timing.get("paper_loop"),
             "phases": record.get("phases"),
             "handover": (record.get("environment") or {}).get("output_handover"),
             "compile_cache": (record.get("environment") or {}).get("compile_cache"),
@@ -177,6 +193,7 @@ class Run:
 
 def summarise(run: Run, total_s: float, bundle_size: int) -> dict[str, Any]:
     evals = [r for r in run.records if r["phase"] == "evaluate"]
+    not_started = {r["key"] for r in run.records if r["phase"] == "skipped"} - {r["key"] for r in evals}
     compiles = [r for r in run.records if r["phase"] == "compile"]
 
     def phase_sum(rows: list[dict[str, Any]], name: str) -> float:
@@ -188,7 +205,7 @@ def summarise(run: Run, total_s: float, bundle_size: int) -> dict[str, Any]:
     return {
         "bundle_size": bundle_size,
         "evaluated": len(evals),
-        "not_started": sum(1 for r in run.records if r["phase"] == "skipped"),
+        "not_started": len(not_started),
         "wall_s": round(total_s, 1),
         "statuses": statuses,
         "correct": sum(1 for r in evals if r["correct"]),
@@ -197,6 +214,9 @@ def summarise(run: Run, total_s: float, bundle_size: int) -> dict[str, Any]:
         "sum_eval_wall_s": round(sum(r["wall_s"] for r in evals), 1),
         "sum_correctness_s": phase_sum(evals, "correctness"),
         "sum_timing_s": phase_sum(evals, "timing"),
+        "sum_timing_setup_s": phase_sum(evals, "timing_setup"),
+        "sum_timing_loop_s": phase_sum(evals, "timing_loop"),
+        "sum_timing_checks_s": phase_sum(evals, "timing_checks"),
         "sum_gpu_wait_s": phase_sum(evals, "gpu_wait"),
         "sum_queued_s": round(sum(r["queued_s"] for r in evals), 1),
         "handover": sorted({str(r["handover"]) for r in evals}),
@@ -224,9 +244,28 @@ def spread(evals: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def remaining(bundle: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The kernels an earlier sitting did not evaluate (a kernel repeated k times needs k evaluation rows)."""
+    done: dict[str, int] = {}
+    for row in rows:
+        if row["phase"] == "evaluate":
+            done[row["key"]] = done.get(row["key"], 0) + 1
+    left = []
+    for item in bundle:
+        if done.get(item["key"], 0) > 0:
+            done[item["key"]] -= 1
+        else:
+            left.append(item)
+    return left
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--state", type=Path, help="rows accumulate here across sittings (default: --out)")
+    parser.add_argument("--paper-loop", action="store_true", help="also time KernelBench's no-flush loop")
+    parser.add_argument("--device", default="cuda", help="cpu: a smoke test of this script, not a measurement")
+    parser.add_argument("--quick", action="store_true", help="the harness's quick preset (smoke tests)")
     parser.add_argument("--gpus", nargs="+", default=["0"])
     parser.add_argument("--slots", type=int, default=4, help="concurrent evaluations per GPU")
     parser.add_argument("--compile-jobs", type=int, default=4)
@@ -244,7 +283,9 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/kbv-compile-cache"))
     parser.add_argument("--locks", type=Path, default=Path("/tmp/kbv-gpu-locks"))
     args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
+    args.state = args.state or args.out
+    for folder in (args.out, args.state):
+        folder.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
     os.environ.setdefault("MAX_JOBS", "4")
     bundle = load_bundle(args.levels)
@@ -256,7 +297,9 @@ def main() -> int:
     if args.limit:
         bundle = bundle[: args.limit]
     bundle = [dict(b) for b in bundle for _ in range(args.repeats)]
+    total = len(bundle)
     run = Run(args)
+    bundle = remaining(bundle, run.records)
     print(f"bundle: {len(bundle)} kernels, gpus {args.gpus}, {args.slots} slots each", flush=True)
     to_build = [b for b in bundle if b["kind"] == "load_inline"]
     for item in bundle:
@@ -275,9 +318,17 @@ def main() -> int:
         run.jobs.put(None)
     for t in slots:
         t.join()
-    summary = summarise(run, run.elapsed(), len(bundle))
-    summary["started"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() - summary["wall_s"]))
-    (args.out / f"{args.tag}_summary.json").write_text(json.dumps(summary, indent=1))
+    sittings_file = args.state / f"{args.tag}_runs.json"
+    sittings = json.loads(sittings_file.read_text()) if sittings_file.exists() else []
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() - run.elapsed()))
+    sittings.append({"started": started, "wall_s": round(run.elapsed(), 1), "kernels": len(bundle)})
+    sittings_file.write_text(json.dumps(sittings, indent=1))
+    summary = summarise(run, sum(s["wall_s"] for s in sittings), total)
+    summary["sittings"] = sittings
+    (args.state / f"{args.tag}_summary.json").write_text(json.dumps(summary, indent=1))
+    if args.state != args.out:
+        for name in (f"{args.tag}.jsonl", f"{args.tag}_summary.json", f"{args.tag}_runs.json"):
+            shutil.copyfile(args.state / name, args.out / name)
     print(json.dumps(summary, indent=1))
     return 0
 

@@ -17,8 +17,6 @@ from inspector.rendering import highlight_python, locate_quote, parse_lines, tri
 from leaderboard.models import Kernel
 from leaderboard.selectors.pages import evaluations_with_verdicts
 
-TIMING_FIELDS = ("median_ms", "iqr_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "calls", "rse")
-
 
 @dataclass
 class Evidence:

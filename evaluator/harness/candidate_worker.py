@@ -32,7 +32,15 @@ from evaluator.harness import timing as _timing_module
 from evaluator.harness import worker_base as _base_module
 from evaluator.harness.handover import export_cuda
 from evaluator.harness.timing import time_calls
-from evaluator.harness.worker_base import L2Flusher, load_problem, make_inputs, poison_allocator, serve, set_precision
+from evaluator.harness.worker_base import (
+    L2Flusher,
+    load_problem,
+    make_inputs,
+    no_flush,
+    poison_allocator,
+    serve,
+    set_precision,
+)
 
 # --- references captured before any candidate code exists (A4 timer tampering, C1 checker patching) ------------
 _WATCHED = (
@@ -86,6 +94,7 @@ _save = torch.save
 _load = torch.load
 _export = export_cuda
 _make_inputs = make_inputs
+_no_flush = no_flush
 _Tensor = torch.Tensor
 _type = builtins.type
 _isinstance = builtins.isinstance
@@ -304,17 +313,19 @@ class Candidate:
                 return
             _sleep(0.0001)
 
-    def _block(self, n: int, offset: int, keep: dict[int, Any] | None) -> tuple[list[float], list[float]]:
+    def _block(
+        self, n: int, offset: int, keep: dict[int, Any] | None, paper: bool = False
+    ) -> tuple[list[float], list[float]]:
         cuda = self.device.startswith("cuda")
         set_precision(True)
         with torch.no_grad():
             return time_calls(
                 self.model,
-                self.sets,
+                self.sets[:1] if paper else self.sets,  # KernelBench's loop: one input set, no flush
                 n,
                 offset,
                 cuda=cuda,
-                flush=self.flusher,  # type: ignore[arg-type]
+                flush=_no_flush if paper else self.flusher,  # type: ignore[arg-type]
                 clock_ns=_clock_ns,
                 event_cls=_Event if cuda else None,
                 synchronize=_sync if cuda else self._quiesce,
@@ -324,6 +335,9 @@ class Candidate:
     def time_block(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Time one block. Outputs are always kept (one random call per input set); the orchestrator decides only
         after the block whether to re-check them (save_kept), so the kernel cannot behave differently when watched."""
+        if msg.get("paper"):  # the comparison loop: nothing kept, nothing re-checked, never a verdict
+            times, walls = self._block(int(msg["n"]), 0, None, paper=True)
+            return {"times": times, "walls": walls}
         self.kept = {}
         times, walls = self._block(int(msg["n"]), int(msg["offset"]), self.kept)
         return {"times": times, "walls": walls}

@@ -13,6 +13,7 @@ import hashlib
 import os
 import secrets
 import shutil
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ from evaluator.harness.protocol import (
     HARD_CHECKS,
     HARNESS_VERSION,
     MIXED_SIGNS,
+    PAPER_LOOP_CALLS,
     STANDARD_TOLERANCE,
     VERIFIED_TOLERANCE,
     Options,
@@ -38,7 +40,7 @@ from evaluator.harness.protocol import (
     shorten,
 )
 from evaluator.harness.sandbox import Worker, WorkerError, build_env
-from evaluator.harness.timing import rse
+from evaluator.harness.timing import rse_median
 from evaluator.harness.timing_record import OuterBlocks, Samples, fill_timing_record
 
 Emit = Callable[[dict[str, Any]], None]
@@ -323,7 +325,9 @@ class Evaluation:
             phases = self.record["phases"]
             phases["gpu_wait"] = round(phases.get("gpu_wait", 0.0) + lock.waited_s, 3)
             self.emit({"event": "gpu_wait", "seconds": lock.waited_s})
-            if mode == "exclusive":  # the workers go before the lock does: their device memory with them
+            if mode == "exclusive" and not self._shares_gpu():
+                # gigabyte tensors: the workers go before the lock does, their device memory with them (small
+                # evaluations exit after the release, so the next timer does not wait for two processes to end)
                 stack.callback(self._shutdown)
             yield
 
@@ -534,6 +538,7 @@ class Evaluation:
         started = time.monotonic()
         opts = self.opts
         self.timing_sets = self._timing_sets()
+        step = time.monotonic()
         seeds = [self.seed() for _ in range(self.timing_sets)]
         setup = self.ask_ref(
             {"cmd": "timing_setup", "seeds": seeds, "warmup": opts.warmup_calls, "compile": opts.compile_baseline}
@@ -544,6 +549,8 @@ class Evaluation:
         self.record["memory"] = {"baseline_peak_bytes": mem_b, "candidate_peak_bytes": mem_c}
         if mem_b is not None and mem_c:
             self.record["memory_ratio"] = mem_b / mem_c
+        self.phase("timing_setup", step)
+        step = time.monotonic()
         sides = ["tf32", "cand", "fp32"] + (["compile"] if opts.compile_baseline and not setup["compile_error"] else [])
         times: dict[str, list[float]] = {s: [] for s in sides}
         walls: dict[str, list[float]] = {s: [] for s in sides}
@@ -581,16 +588,38 @@ class Evaluation:
             if n >= opts.max_calls:
                 break
             if n >= opts.min_calls and kept_blocks:
-                if rse(times["cand"]) < opts.rse_target and rse(times["tf32"]) < opts.rse_target:
+                # the medians' precision decides (the speedup is their ratio); the mean's RSE is still reported
+                if rse_median(times["cand"]) < opts.rse_target and rse_median(times["tf32"]) < opts.rse_target:
                     break
                 if time.monotonic() > budget_end:
                     break
             if self.left() < 0.1 * self.spec.timeout:
                 break
+        self.phase("timing_loop", step)
+        step = time.monotonic()
+        paper = self._paper_loop() if opts.paper_loop else None
         self._fresh_probe(rechecks)
         self._recheck(rechecks)
+        self.phase("timing_checks", step)
         self._timing_record(times, walls, outer, forged, setup)
+        if paper is not None:
+            self.record["timing"]["paper_loop"] = paper
         self.phase("timing", started)
+
+    def _paper_loop(self) -> dict[str, Any]:
+        """For comparison only, never a verdict: KernelBench's own loop (a fixed number of back-to-back calls on one
+        input set, no L2 flush, CUDA events), on both sides under the same TF32 flags, in the same period."""
+        message = {"cmd": "time_block", "n": PAPER_LOOP_CALLS, "offset": 0, "paper": True}
+        base = [float(x) for x in self.ask_ref({**message, "mode": "tf32"})["times"]]
+        cand = [float(x) for x in self.ask_cand(message)["times"]]
+        b_med, c_med = statistics.median(base), statistics.median(cand)
+        return {
+            "method": f"{PAPER_LOOP_CALLS} calls on one input set, no L2 flush (KernelBench's loop); not a verdict",
+            "calls": PAPER_LOOP_CALLS,
+            "baseline_tf32_ms": b_med,
+            "candidate_ms": c_med,
+            "speedup": b_med / c_med if c_med > 0 else None,
+        }
 
     def _timing_sets(self) -> int:
         """Rotating input sets for timing; fewer when each is gigabytes. Each worker holds every set and one output

@@ -76,6 +76,7 @@ REQUIRED_KEYS = (
     "environment",
 )
 DISTRIBUTION_KEYS = ("name", "passed", "skipped", "skip_reason", "max_abs_error", "max_rel_error", "trials", "error")
+PAPER_LOOP_CALLS = 100  # KernelBench's fixed trial count
 TIMING_SIDE_KEYS = ("median_ms", "iqr_ms", "mean_ms", "calls", "rse")
 
 
@@ -104,6 +105,7 @@ class Options:
     keep_workdir: bool = False
     gpu_lock_dir: str = ""  # set: evaluations sharing a GPU take turns for timing (gpu_lock.py)
     gpu_share_max_mb: int = 1024  # larger input sets (or unknown sizes) take the GPU alone for correctness too
+    paper_loop: bool = False  # also time KernelBench's fixed no-flush loop on both sides, for comparison only
 
     @classmethod
     def build(cls, options: dict[str, Any] | None = None) -> Options:

@@ -82,3 +82,19 @@ def test_committed_h200_sweep_matches_the_shipped_problem_set(problems_jsonl):
     matmul = {b.precision: b.median_ms for b in stored.filter(problem__level=1, problem__problem_id=1)}
     assert matmul["fp32"] / matmul["tf32"] > 5  # the TF32 effect on the 4096 matmul
     assert stored.first().torch_version.startswith("2.11")
+
+
+def test_sharded_sweep_merges_every_problem_once_with_one_summary(tmp_path):
+    """`--shards 2`: two sweep processes share the device (timing through the GPU lock); one sorted file comes out."""
+    out = tmp_path / "sharded.jsonl"
+    cmd = [sys.executable, "-m", "evaluator.harness.baselines", str(demo_jsonl(tmp_path / "p.jsonl")), "--device",
+           "cpu", "--out", str(out), "--levels", "1", "2", "--min-calls", "20", "--budget", "0.2"]  # fmt: skip
+    cmd += ["--shards", "2"]
+    subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=True, timeout=300)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    summary, problems = rows[-1], rows[:-1]
+    assert summary["summary"] and summary["shards"] == 2 and summary["shard_exit_codes"] == [0, 0]
+    assert summary["measured"] == 4 and summary["failed"] == 1 and summary["total_seconds"] > 0
+    keys = [(r["level"], r["problem_id"]) for r in problems]
+    assert keys == sorted(keys) and len(set(keys)) == 5
+    assert all(r["precisions"]["fp32"]["median_ms"] > 0 for r in problems if r["problem_id"] != 99)
