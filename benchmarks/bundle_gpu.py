@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO))
 from evaluator.runner import InfraError, run_evaluation  # noqa: E402
 
 PROBLEMS = REPO / "leaderboard" / "data" / "kernelbench" / "problems.jsonl"
-BASELINES = HERE / "results" / "baselines-h200.jsonl"
+BASELINES = [HERE / "results" / f"{name}.jsonl" for name in ("baselines-h200", "baselines-h200-l3-36-50")]
 # Correct load_inline kernels we have, by (level, problem id).
 KERNELS = {
     (1, 1): "L1_1_matmul_tiled_cuda.py",
@@ -62,8 +62,8 @@ class ModelNew(Model):
 
 def load_bundle(levels: list[int]) -> list[dict[str, Any]]:
     expected = {}
-    if BASELINES.exists():
-        for line in BASELINES.read_text().splitlines():
+    for sweep in (path for path in BASELINES if path.exists()):
+        for line in sweep.read_text().splitlines():
             row = json.loads(line)
             ms = ((row.get("precisions") or {}).get("tf32") or {}).get("median_ms")
             if ms:

@@ -251,6 +251,7 @@ class Evaluation:
         self.info = setup["info"]
         self.footprint = setup.get("footprint_bytes")
         self.record["environment"]["limits"] = {"host_memory_bytes": memory, **limits}
+        self.phase("start", self.start)  # workers spawned, torch imported, the reference built on the device
 
         started = time.monotonic()
         ext_dir = self.cand_dir / "torch_extensions"
@@ -782,6 +783,7 @@ class Evaluation:
         if self.closed:
             return
         self.closed = True
+        started = time.monotonic()
         for worker in (self.cand, self.ref):
             if worker is not None:
                 worker.close()
@@ -797,6 +799,7 @@ class Evaluation:
             self.cache.release()
         if not self.opts.keep_workdir:
             shutil.rmtree(self.io, ignore_errors=True)
+        self.phase("shutdown", started)
 
     def _environment(self) -> None:
         env = self.record["environment"]

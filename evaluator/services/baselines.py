@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,9 +43,12 @@ class BaselineImportReport:
 
 
 @transaction.atomic
-def baselines_import(*, path: Path, hardware: str, problem_set: str) -> BaselineImportReport:
-    """Store every measured precision of every problem in a sweep file. Problems are matched by sha256 within the
-    problem set, so a sweep of another problem-set version never attaches to the wrong source."""
+def baselines_import(
+    *, path: Path, hardware: str, problem_set: str, precisions: Collection[str] = PRECISIONS
+) -> BaselineImportReport:
+    """Store every measured precision (of `precisions`) of every problem in a sweep file. Problems are matched by
+    sha256 within the problem set, so a sweep of another problem-set version never attaches to the wrong source.
+    Limiting the precisions lets a sweep taken for one column (e.g. torch.compile on a sample) leave the others."""
     report = BaselineImportReport()
     lines = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
     environment = next((row.get("environment", {}) for row in lines if row.get("summary")), {})
@@ -64,6 +68,8 @@ def baselines_import(*, path: Path, hardware: str, problem_set: str) -> Baseline
             continue
         report.problems += 1
         for precision, stats in row.get("precisions", {}).items():
+            if precision not in precisions:
+                continue
             extra = {"source": "baseline sweep", "environment": environment}
             fields = (
                 baseline_fields(stats, peak=stats.get("peak_memory_bytes"), extra=extra)

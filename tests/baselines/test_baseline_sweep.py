@@ -71,17 +71,27 @@ def test_sweep_measures_every_problem_and_import_stores_both_precisions(tmp_path
 
 
 @pytest.mark.django_db
-def test_committed_h200_sweep_matches_the_shipped_problem_set(problems_jsonl):
-    """The H200 figures in benchmarks/results attach to the exact sources they were measured on."""
+def test_committed_h200_sweeps_cover_all_250_problems_and_the_compile_sample(problems_jsonl):
+    """The H200 figures in benchmarks/results attach to the exact sources they were measured on: TF32 and FP32 for
+    all 250 core problems (the main sweep plus its Level-3 tail), torch.compile for a sample, as `make run` loads
+    them. The compile sample's own eager columns are not imported over the main sweep's."""
     call_command("import_problems", str(problems_jsonl), stdout=StringIO())
-    sweep = REPO_ROOT / "benchmarks" / "results" / "baselines-h200.jsonl"
-    call_command("import_baselines", str(sweep), hardware="h200", stdout=StringIO(), stderr=StringIO())
-    stored = Baseline.objects.filter(hardware="h200")
-    assert stored.values("problem").distinct().count() == 235
-    assert stored.count() == 470  # TF32 and FP32 for each
-    matmul = {b.precision: b.median_ms for b in stored.filter(problem__level=1, problem__problem_id=1)}
+    results = REPO_ROOT / "benchmarks" / "results"
+    for name in ("baselines-h200.jsonl", "baselines-h200-l3-36-50.jsonl"):
+        call_command("import_baselines", str(results / name), hardware="h200", stdout=StringIO(), stderr=StringIO())
+    eager = Baseline.objects.filter(hardware="h200")
+    assert eager.values("problem").distinct().count() == 250
+    assert eager.filter(precision="tf32").count() == eager.filter(precision="fp32").count() == 250
+    matmul = {b.precision: b.median_ms for b in eager.filter(problem__level=1, problem__problem_id=1)}
     assert matmul["fp32"] / matmul["tf32"] > 5  # the TF32 effect on the 4096 matmul
-    assert stored.first().torch_version.startswith("2.11")
+    assert eager.first().torch_version.startswith("2.11")
+    before = dict(eager.values_list("pk", "median_ms"))
+
+    sample = results / "baselines-h200-compile-sample.jsonl"
+    call_command("import_baselines", str(sample), hardware="h200", precisions=["compile"], stdout=StringIO())
+    compiled = Baseline.objects.filter(hardware="h200", precision="compile")
+    assert compiled.count() >= 60 and compiled.filter(problem__level=3, problem__problem_id=50).exists()
+    assert dict(Baseline.objects.filter(pk__in=before).values_list("pk", "median_ms")) == before
 
 
 def test_sharded_sweep_merges_every_problem_once_with_one_summary(tmp_path):
