@@ -784,9 +784,11 @@ class Evaluation:
             return
         self.closed = True
         started = time.monotonic()
-        for worker in (self.cand, self.ref):
-            if worker is not None:
-                worker.close()
+        workers = [w for w in (self.cand, self.ref) if w is not None]
+        for worker in workers:  # both exit (CUDA context teardown) at once, then each is waited for and reaped
+            worker.ask_exit()
+        for worker in workers:
+            worker.close()
         stray = kill_adopted_children()
         if stray:
             set_check(

@@ -233,12 +233,16 @@ class Worker:
                     os.close(fd)
         self._cmd_w = self._rep_r = None  # type: ignore[assignment]
 
+    def ask_exit(self) -> None:
+        """Ask the worker to exit without waiting (close() waits): several workers then tear down side by side."""
+        if self.proc is not None and self.proc.poll() is None and self._cmd_w is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._cmd_w, b'{"cmd": "exit"}\n')
+
     def close(self, timeout: float = 5.0) -> None:
         """Ask politely, then kill the group anyway (grandchildren must never outlive an evaluation)."""
-        if self.proc is not None and self.proc.poll() is None and self._cmd_w is not None:
-            try:
-                os.write(self._cmd_w, b'{"cmd": "exit"}\n')
+        self.ask_exit()
+        if self.proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=timeout)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
         self.kill()
