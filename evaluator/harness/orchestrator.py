@@ -1,6 +1,6 @@
 """The evaluation driver (protocol.md sections 2-5): spawns the clean reference worker and the candidate worker,
 draws a secret seed per trial (each worker regenerates that trial's inputs from it; the candidate learns it only when
-its trial runs), alternates timing blocks between them, and builds the result record.
+its trial runs), runs correctness here and timing through timing_phase.py, and builds the result record.
 
 stdlib only: this process never imports torch or candidate code, so its clock, its checks and its result channel
 are out of the candidate's reach.

@@ -2,7 +2,7 @@
 bootstrap interval, and the checks that decide whether the timed figures can be trusted (fresh-input replay,
 wall-clock cross-check, forged clock, plausibility).
 
-Pure computation on what the orchestrator's timing loop collected, kept apart so each rule reads on its own.
+Pure computation on what the timing loop (timing_phase.py) collected, kept apart so each rule reads on its own.
 stdlib only, like the orchestrator: this runs in the process whose clock and checks the candidate cannot reach.
 """
 
