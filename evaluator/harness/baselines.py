@@ -30,7 +30,15 @@ import torch
 from evaluator.harness.gpu_lock import DeviceLock
 from evaluator.harness.protocol import HARNESS_VERSION
 from evaluator.harness.timing import rse_median, summarise, time_calls
-from evaluator.harness.worker_base import L2Flusher, device_info, now_ns, set_precision, short_exception, sync
+from evaluator.harness.worker_base import (
+    L2Flusher,
+    device_info,
+    no_flush,
+    now_ns,
+    set_precision,
+    short_exception,
+    sync,
+)
 
 
 def _inputs(ns: dict[str, Any], device: str, seed: int) -> list[Any]:
@@ -122,7 +130,7 @@ def measure_problem(
             # KernelBench's own loop, for comparison: FP32, one fixed input set, 100 timed calls, no L2 flush.
             set_precision(False)
             times, _ = time_calls(
-                model, sets[:1], 100, 0, cuda=device.startswith("cuda"), flush=lambda: None, clock_ns=now_ns,
+                model, sets[:1], 100, 0, cuda=device.startswith("cuda"), flush=no_flush, clock_ns=now_ns,
                 event_cls=torch.cuda.Event if device.startswith("cuda") else None,
                 synchronize=torch.cuda.synchronize if device.startswith("cuda") else None,
             )  # fmt: skip
