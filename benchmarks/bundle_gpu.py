@@ -105,7 +105,7 @@ class Run:
     def elapsed(self) -> float:
         return time.monotonic() - self.start
 
-    def evaluate(self, item: dict[str, Any], gpu: str, **extra: Any) -> dict[str, Any]:
+    def evaluate(self, item: dict[str, Any], gpu: str, prestart: bool = False, **extra: Any) -> dict[str, Any]:
         options = {
             "hardware": "h200",
             "timing_budget_s": self.args.timing_budget,
@@ -126,6 +126,7 @@ class Run:
                 compile_cache_dir=self.args.cache,
                 options=options,
                 env={"CUDA_VISIBLE_DEVICES": gpu},
+                prestart=prestart,
             )
         except InfraError as exc:
             record = {"status": "infra_error", "error": str(exc)}
@@ -148,7 +149,7 @@ class Run:
                 self.log(item, {"status": "not_started", "_wall_s": 0}, gpu=gpu, phase="skipped", queued_s=0.0)
                 continue
             queued = time.monotonic() - item["enqueued"]
-            record = self.evaluate(item, gpu)
+            record = self.evaluate(item, gpu, prestart=self.args.prestart)
             self.log(item, record, gpu=gpu, phase="evaluate", queued_s=queued)
 
     def log(self, item: dict[str, Any], record: dict[str, Any], *, gpu: str, phase: str, queued_s: float) -> None:
@@ -264,6 +265,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--state", type=Path, help="rows accumulate here across sittings (default: --out)")
     parser.add_argument("--paper-loop", action="store_true", help="also time KernelBench's no-flush loop")
+    parser.add_argument("--prestart", action="store_true", help="each slot keeps its next harness started")
     parser.add_argument("--device", default="cuda", help="cpu: a smoke test of this script, not a measurement")
     parser.add_argument("--quick", action="store_true", help="the harness's quick preset (smoke tests)")
     parser.add_argument("--gpus", nargs="+", default=["0"])

@@ -6,6 +6,7 @@ Imports only the stdlib and `evaluator.harness.protocol` (no Django, no torch), 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -15,8 +16,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -74,99 +77,219 @@ def run_evaluation(
     python: str | None = None,
     options: dict | None = None,
     env: dict[str, str] | None = None,
+    prestart: bool = False,
 ) -> dict:
     """Evaluate one kernel against one problem in an isolated subprocess and return the result record.
 
     `env` may override allow-listed variables only (e.g. CUDA_VISIBLE_DEVICES to pin one evaluation to a GPU).
     Compile errors, wrong answers, crashes and timeouts come back as records; InfraError is raised only when the
     harness itself could not run (cannot spawn, disk full, harness crash that is not the kernel's doing).
+
+    With `prestart`, this process keeps one standby harness for the next call with the same settings: it is started
+    as soon as this evaluation begins, so its two workers (Python, torch) start while this one runs, and the next
+    call only hands it the problem and kernel. A standby never sees a kernel before its own call; one left over when
+    the process exits is told to stop (it then exits and takes its workers with it).
     """
     Options.build(options)  # reject unknown options here, in the caller's process
-    root = Path(work_root) if work_root else Path(tempfile.gettempdir()) / "kbv-work"
-    work = root / f"eval-{uuid.uuid4().hex[:16]}"
-    keep = bool((options or {}).get("keep_workdir"))
+    config = _Config(
+        device=device,
+        timeout=float(timeout),
+        work_root=Path(work_root) if work_root else Path(tempfile.gettempdir()) / "kbv-work",
+        compile_cache_dir=str(compile_cache_dir or ""),
+        python=python or sys.executable,
+        options=dict(options or {}),
+        env={k: v for k, v in (env or {}).items() if k in ENV_PASSTHROUGH},
+    )
+    harness = _take_standby(config) if prestart else None
     try:
-        (work / "harness").mkdir(parents=True)
-        os.chmod(work / "harness", 0o700)  # spec and log: not for the kernel (it may be another user)
-        problem = work / "harness" / "problem.py"
-        kernel = work / "harness" / "kernel.py"
-        problem.write_text(problem_source)
-        kernel.write_text(kernel_source)
-        spec = Spec(
-            problem_path=str(problem),
-            kernel_path=str(kernel),
-            device=device,
-            timeout=float(timeout),
-            work_dir=str(work),
-            compile_cache_dir=str(compile_cache_dir or ""),
-            python=python or sys.executable,
-            options=dict(options or {}),
-        )
-        spec_path = work / "harness" / "spec.json"
-        spec_path.write_text(spec.to_json())
-        return _spawn(spec, spec_path, work, env or {})
+        if harness is not None:
+            try:
+                harness.write_sources(problem_source, kernel_source)
+                harness.go()
+            except OSError:  # it ended while parked: start afresh
+                harness.discard()
+                harness = None
+        if harness is None:
+            harness = _Harness(config)
+            harness.write_sources(problem_source, kernel_source)
+            harness.spawn(standby=False)
+        if prestart:
+            _park_standby(config)
+        return harness.collect()
     except OSError as exc:
         raise InfraError(f"cannot prepare or run the harness: {exc}") from exc
     finally:
-        if not keep:
-            shutil.rmtree(work, ignore_errors=True)
+        if harness is not None:
+            harness.cleanup(keep=bool(config.options.get("keep_workdir")))
 
 
-def _spawn(spec: Spec, spec_path: Path, work: Path, env: dict[str, str]) -> dict:
-    read_fd, write_fd = os.pipe()
-    log_path = work / "harness" / "harness.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [spec.python, "-m", "evaluator.harness", "--spec", str(spec_path), "--channel-fd", str(write_fd)],
-            cwd=work / "harness",
-            env=_harness_env(work / "harness") | {k: v for k, v in env.items() if k in ENV_PASSTHROUGH},
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            pass_fds=(write_fd,),
-            start_new_session=True,
-        )
-    os.close(write_fd)
-    worker_pids: list[int] = []
-    events: list[dict[str, Any]] = []
-    buffer = b""
-    deadline = time.monotonic() + spec.timeout + GRACE_SECONDS
-    timed_out = False
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            ready, _, _ = select.select([read_fd], [], [], min(left, 1.0))
-            if not ready:
-                continue
-            chunk = os.read(read_fd, 1 << 20)
-            if not chunk:
-                break
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                events.append(event)
-                if event.get("event") == "worker" and isinstance(event.get("pid"), int):
-                    worker_pids.append(event["pid"])
-                if event.get("event") == "gpu_wait" and isinstance(event.get("seconds"), int | float):
-                    deadline += max(0.0, float(event["seconds"]))  # queued behind other evaluations' timing
-    finally:
-        os.close(read_fd)
-        _kill_group(proc.pid)
-        for pid in worker_pids:  # workers lead their own sessions: kill each group too
-            _kill_group(pid)
+@dataclass(frozen=True)
+class _Config:
+    """Everything about an evaluation except the problem and the kernel: what a standby must match."""
+
+    device: str
+    timeout: float
+    work_root: Path
+    compile_cache_dir: str
+    python: str
+    options: dict = field(hash=False)
+    env: dict = field(hash=False)
+
+    def key(self) -> str:
+        return json.dumps(
+            [self.device, self.timeout, str(self.work_root), self.compile_cache_dir, self.python, self.options,
+             self.env], sort_keys=True, default=str,
+        )  # fmt: skip
+
+
+class _Harness:
+    """One `python -m evaluator.harness` process in its own session, with its private work directory."""
+
+    def __init__(self, config: _Config) -> None:
+        self.config = config
+        self.work = config.work_root / f"eval-{uuid.uuid4().hex[:16]}"
         try:
-            code = proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            code = None
-    if timed_out:
-        return _timeout_record(spec.timeout)
+            self._create(config)
+        except OSError:
+            shutil.rmtree(self.work, ignore_errors=True)
+            raise
+        self.proc: subprocess.Popen | None = None
+        self.read_fd = -1
+        self.go_fd = -1
+
+    def _create(self, config: _Config) -> None:
+        (self.work / "harness").mkdir(parents=True)
+        os.chmod(self.work / "harness", 0o700)  # spec and log: not for the kernel (it may be another user)
+        self.problem = self.work / "harness" / "problem.py"
+        self.kernel = self.work / "harness" / "kernel.py"
+        self.log_path = self.work / "harness" / "harness.log"
+        self.spec = Spec(
+            problem_path=str(self.problem),
+            kernel_path=str(self.kernel),
+            device=config.device,
+            timeout=config.timeout,
+            work_dir=str(self.work),
+            compile_cache_dir=config.compile_cache_dir,
+            python=config.python,
+            options=config.options,
+        )
+        self.spec_path = self.work / "harness" / "spec.json"
+        self.spec_path.write_text(self.spec.to_json())
+
+    def write_sources(self, problem_source: str, kernel_source: str) -> None:
+        self.problem.write_text(problem_source)
+        self.kernel.write_text(kernel_source)
+
+    def spawn(self, *, standby: bool) -> None:
+        read_fd, write_fd = os.pipe()
+        fds = [write_fd]
+        command = [self.spec.python, "-m", "evaluator.harness", "--spec", str(self.spec_path)]
+        command += ["--channel-fd", str(write_fd)]
+        if standby:
+            go_r, self.go_fd = os.pipe()
+            fds.append(go_r)
+            command += ["--go-fd", str(go_r)]
+        try:
+            with open(self.log_path, "wb") as log:
+                self.proc = subprocess.Popen(  # noqa: S603 - our own harness module
+                    command,
+                    cwd=self.work / "harness",
+                    env=_harness_env(self.work / "harness") | self.config.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    pass_fds=tuple(fds),
+                    start_new_session=True,
+                )
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self.read_fd = read_fd
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def go(self) -> None:
+        os.write(self.go_fd, b"go\n")
+        os.close(self.go_fd)
+        self.go_fd = -1
+
+    def collect(self) -> dict:
+        """Read events until the harness ends or overruns; return its record (see run_evaluation)."""
+        assert self.proc is not None
+        spec, proc, read_fd = self.spec, self.proc, self.read_fd
+        worker_pids: list[int] = []
+        events: list[dict[str, Any]] = []
+        buffer = b""
+        deadline = time.monotonic() + spec.timeout + GRACE_SECONDS
+        timed_out = False
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    timed_out = True
+                    break
+                ready, _, _ = select.select([read_fd], [], [], min(left, 1.0))
+                if not ready:
+                    continue
+                chunk = os.read(read_fd, 1 << 20)
+                if not chunk:
+                    break
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    try:
+                        event = json.loads(line)
+                    except ValueError:
+                        continue
+                    events.append(event)
+                    if event.get("event") == "worker" and isinstance(event.get("pid"), int):
+                        worker_pids.append(event["pid"])
+                    if event.get("event") == "gpu_wait" and isinstance(event.get("seconds"), int | float):
+                        deadline += max(0.0, float(event["seconds"]))  # queued behind other evaluations' timing
+        finally:
+            os.close(read_fd)
+            self.read_fd = -1
+            _kill_group(proc.pid)
+            for pid in worker_pids:  # workers lead their own sessions: kill each group too
+                _kill_group(pid)
+            try:
+                code = proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                code = None
+        if timed_out:
+            return _timeout_record(spec.timeout)
+        return _record_from(events, code, self.log_path)
+
+    def discard(self) -> None:
+        """A standby that will not be used: end of file on its go pipe makes it stop its workers and exit."""
+        if self.go_fd >= 0:
+            os.close(self.go_fd)
+            self.go_fd = -1
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                _kill_group(self.proc.pid)
+                self.proc.wait(timeout=10)
+        if self.read_fd >= 0:
+            os.set_blocking(self.read_fd, False)
+            with contextlib.suppress(OSError):  # the workers' pids, in case the harness did not end them
+                for line in os.read(self.read_fd, 1 << 20).splitlines():
+                    with contextlib.suppress(ValueError, AttributeError):
+                        event = json.loads(line)
+                        if event.get("event") == "worker" and isinstance(event.get("pid"), int):
+                            _kill_group(event["pid"])
+            os.close(self.read_fd)
+            self.read_fd = -1
+        self.cleanup(keep=False)
+
+    def cleanup(self, *, keep: bool) -> None:
+        if not keep:
+            shutil.rmtree(self.work, ignore_errors=True)
+
+
+def _record_from(events: list[dict[str, Any]], code: int | None, log_path: Path) -> dict:
     for event in events:
         if event.get("event") == "result":
             record = event.get("record")
@@ -191,3 +314,46 @@ def _spawn(spec: Spec, spec_path: Path, work: Path, env: dict[str, str]) -> dict
         )
         return record
     raise InfraError(f"harness exited with code {code} before starting the kernel: {tail}")
+
+
+# At most one standby per calling thread (a Celery pool process has one; a benchmark may run one per GPU slot).
+_standby: dict[int, tuple[str, _Harness]] = {}
+_standby_lock = threading.Lock()
+
+
+def _take_standby(config: _Config) -> _Harness | None:
+    with _standby_lock:
+        parked = _standby.pop(threading.get_ident(), None)
+    if parked is None:
+        return None
+    key, harness = parked
+    if key != config.key() or not harness.alive():  # other settings, or it failed on its own (infrastructure)
+        harness.discard()
+        return None
+    return harness
+
+
+def _park_standby(config: _Config) -> None:
+    """Start the calling thread's next harness now. Only an optimisation: a failure here costs nothing else."""
+    try:
+        harness = _Harness(config)
+        harness.spawn(standby=True)
+    except OSError:
+        return
+    with _standby_lock:
+        old = _standby.pop(threading.get_ident(), None)
+        _standby[threading.get_ident()] = (config.key(), harness)
+    if old is not None:
+        old[1].discard()
+
+
+def discard_standby() -> None:
+    """Stop every standby harness of this process (also run at exit)."""
+    with _standby_lock:
+        parked = list(_standby.values())
+        _standby.clear()
+    for _, harness in parked:
+        harness.discard()
+
+
+atexit.register(discard_standby)

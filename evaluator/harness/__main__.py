@@ -1,7 +1,9 @@
 """Command line: `python -m evaluator.harness PROBLEM.py KERNEL.py --device cpu|cuda [--json] [--quick] ...`.
 
 With --json the last line of stdout is the result record as one JSON object. The runner uses the second form,
-`python -m evaluator.harness --spec SPEC.json --channel-fd N`, and reads events from that fd (never from stdout).
+`python -m evaluator.harness --spec SPEC.json --channel-fd N [--go-fd M]`, and reads events from that fd (never from
+stdout). With --go-fd the harness is a standby: it starts its workers, then waits for a line "go" on fd M (the
+problem and kernel files are in place by then); end of file instead means it was not needed, and it exits.
 """
 
 from __future__ import annotations
@@ -46,7 +48,12 @@ def _summary(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _channel_main(spec_path: str, fd: int) -> int:
+def _wait_for_go(fd: int) -> bool:
+    with os.fdopen(fd, "rb", buffering=0) as go:
+        return go.readline().strip() == b"go"
+
+
+def _channel_main(spec_path: str, fd: int, go_fd: int | None = None) -> int:
     make_undumpable()  # same-user processes cannot open our fds through /proc or ptrace us
     channel = os.fdopen(fd, "w", buffering=1)
 
@@ -55,11 +62,14 @@ def _channel_main(spec_path: str, fd: int) -> int:
         channel.flush()
 
     spec = Spec.from_json(Path(spec_path).read_text())
+    ready = None if go_fd is None else (lambda: _wait_for_go(go_fd))
     try:
-        record = evaluate(spec, emit)
+        record = evaluate(spec, emit, ready)
     except HarnessInfraError as exc:
         emit({"event": "infra_error", "message": str(exc)[:2000]})
         return 3
+    if record is None:  # a standby that was never used
+        return 0
     channel.write('{"event": "result", "record": ' + result_to_json(record) + "}\n")
     channel.flush()
     return 0
@@ -80,9 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--option", action="append", default=[], metavar="KEY=JSON", help="any harness option")
     parser.add_argument("--spec", help=argparse.SUPPRESS)
     parser.add_argument("--channel-fd", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--go-fd", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.spec:
-        return _channel_main(args.spec, args.channel_fd)
+        return _channel_main(args.spec, args.channel_fd, args.go_fd)
     if not (args.problem and args.kernel):
         parser.error("PROBLEM.py and KERNEL.py are required")
     options: dict[str, Any] = {

@@ -40,6 +40,7 @@ from evaluator.harness.worker_base import (
     poison_allocator,
     serve,
     set_precision,
+    warm_up,
 )
 
 # --- references captured before any candidate code exists (A4 timer tampering, C1 checker patching) ------------
@@ -412,6 +413,7 @@ def main() -> None:
     state = Candidate()
     serve(
         {
+            "warm_up": warm_up,
             "load": state.load,
             "load_params": state.load_params,
             "run": state.run,

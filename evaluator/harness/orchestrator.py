@@ -22,7 +22,7 @@ from typing import Any
 from evaluator.harness.compile_cache import CacheEntry, cache_key
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
 from evaluator.harness.hardening import become_subreaper, kill_adopted_children
-from evaluator.harness.privileges import candidate_identity, check_runtime, give_to, open_path, take_back
+from evaluator.harness.privileges import Identity, candidate_identity, check_runtime, give_to, open_path, take_back
 from evaluator.harness.protocol import (
     DISTRIBUTIONS,
     HARD_CHECKS,
@@ -92,6 +92,7 @@ class Evaluation(TimingPhase):
         self.cache: CacheEntry | None = None
         self.ref: Worker | None = None
         self.cand: Worker | None = None
+        self.ident: Identity | None = None  # the candidate's Unix user (None: ours)
         self.flags = {"plain": True, "alias": False, "unchanged": True, "shape_dtype": True}
         self.flag_details: dict[str, str] = {}
         self.output_bytes = 0
@@ -157,9 +158,22 @@ class Evaluation(TimingPhase):
 
     # --- the run ---------------------------------------------------------------------------------------------
 
-    def run(self) -> dict[str, Any]:
-        """Evaluate; never raises for anything the candidate did (HarnessInfraError is the only way out)."""
+    def run(self, ready: Callable[[], bool] | None = None) -> dict[str, Any] | None:
+        """Evaluate; never raises for anything the candidate did (HarnessInfraError is the only way out).
+
+        With `ready`, the workers start (and import torch) first and the evaluation waits for ready() to return:
+        a standby harness, started while the previous evaluation runs, so that the next one skips process start-up.
+        The problem and kernel files are read only after that, and the clock starts then. ready() returning False
+        means the standby was not needed: nothing is evaluated and None is returned.
+        """
         try:
+            self._start_workers()
+            if ready is not None:
+                if not ready():
+                    return None
+                self.start = time.monotonic()
+                self.deadline = self.start + float(self.spec.timeout)
+                self.record["environment"]["prestarted_workers"] = True
             self._prepare()
             self._handover()
             if self._shares_gpu():
@@ -179,16 +193,12 @@ class Evaluation(TimingPhase):
         self._environment()
         return self.record
 
-    def _prepare(self) -> None:
+    def _start_workers(self) -> None:
+        """Private folders, limits, the candidate's Unix user, and both worker processes (they import torch side by
+        side). Nothing here depends on the problem or the kernel."""
         become_subreaper()  # before any worker exists: processes a kernel leaves behind come back to us
         for d in (self.ref_dir, self.cand_dir, self.io):
             d.mkdir(parents=True, exist_ok=True)
-        problem = self.ref_dir / "problem.py"
-        kernel = self.cand_dir / "kernel.py"
-        shutil.copyfile(self.spec.problem_path, problem)
-        shutil.copyfile(self.spec.kernel_path, kernel)
-        self.kernel_source = kernel.read_text(errors="replace")
-        self.kernel_sha = hashlib.sha256(self.kernel_source.encode()).hexdigest()
         memory = _memory_limit(self.opts)
         limits = {
             "fsize_bytes": self.opts.file_size_mb << 20,
@@ -205,6 +215,7 @@ class Evaluation(TimingPhase):
         except ValueError as exc:
             raise HarnessInfraError(str(exc)) from exc
         self.record["environment"]["candidate_uid"] = ident[0] if ident else None
+        self.ident = ident
         if ident is not None:
             open_path(self.work, ident)
             os.chmod(self.work, 0o711)
@@ -236,6 +247,20 @@ class Evaluation(TimingPhase):
         self.emit({"event": "worker", "role": "reference", "pid": self.ref.pid})
         self.cand.start()  # both import torch in parallel
         self.emit({"event": "worker", "role": "candidate", "pid": self.cand.pid})
+        self.ask_ref({"cmd": "warm_up", "device": self.device, "meta": True})
+        try:
+            self.ask_cand({"cmd": "warm_up", "device": self.device})
+        except CandidateFailed as exc:  # no kernel code has run yet: not the kernel's failure
+            raise HarnessInfraError(f"candidate worker failed before the kernel was loaded: {exc}") from exc
+        self.record["environment"]["limits"] = {"host_memory_bytes": memory, **limits}
+
+    def _prepare(self) -> None:
+        problem = self.ref_dir / "problem.py"
+        kernel = self.cand_dir / "kernel.py"
+        shutil.copyfile(self.spec.problem_path, problem)
+        shutil.copyfile(self.spec.kernel_path, kernel)  # readable by the candidate's user; its folder stays its own
+        self.kernel_source = kernel.read_text(errors="replace")
+        self.kernel_sha = hashlib.sha256(self.kernel_source.encode()).hexdigest()
         setup = self.ask_ref(
             {
                 "cmd": "setup",
@@ -247,7 +272,6 @@ class Evaluation(TimingPhase):
         )
         self.info = setup["info"]
         self.footprint = setup.get("footprint_bytes")
-        self.record["environment"]["limits"] = {"host_memory_bytes": memory, **limits}
         self.phase("start", self.start)  # workers spawned, torch imported, the reference built on the device
 
         started = time.monotonic()
@@ -265,8 +289,8 @@ class Evaluation(TimingPhase):
                 raise HarnessInfraError("compile cache entry stayed locked")
             cache_state = "hit" if self.cache.check_hit() else "miss"
             ext_dir = self.cache.build_dir
-            open_path(ext_dir, ident)
-            give_to(ext_dir, ident)  # torch writes a lock file and build.ninja there even on a hit
+            open_path(ext_dir, self.ident)
+            give_to(ext_dir, self.ident)  # torch writes a lock file and build.ninja there even on a hit
         self.record["environment"]["compile_cache"] = cache_state
         try:
             loaded = self.ask_cand(
@@ -289,8 +313,8 @@ class Evaluation(TimingPhase):
         if self.cache:
             # Built: from now on the kernel cannot change the entry, except triton/, which Triton only fills at the
             # first call (its files are not in the manifest, so anything there makes the next check a rebuild).
-            take_back(self.cache.build_dir, ident)
-            give_to(self.cache.build_dir / "triton", ident)
+            take_back(self.cache.build_dir, self.ident)
+            give_to(self.cache.build_dir / "triton", self.ident)
             if cache_state == "miss":
                 self.cache.commit(loaded["compile_s"])
             self.cache.release()
@@ -666,6 +690,7 @@ class Evaluation(TimingPhase):
         self.record["phases"]["total"] = round(time.monotonic() - self.start, 3)
 
 
-def evaluate(spec: Spec, emit: Emit | None = None) -> dict[str, Any]:
-    """Run one evaluation and return its record. Raises HarnessInfraError only for faults that are not the kernel's."""
-    return Evaluation(spec, emit or (lambda event: None)).run()
+def evaluate(spec: Spec, emit: Emit | None = None, ready: Callable[[], bool] | None = None) -> dict[str, Any] | None:
+    """Run one evaluation and return its record (None: a standby that was not needed, see Evaluation.run).
+    Raises HarnessInfraError only for faults that are not the kernel's."""
+    return Evaluation(spec, emit or (lambda event: None)).run(ready)

@@ -36,6 +36,7 @@ from evaluator.harness.worker_base import (
     short_exception,
     sync,
     tensor_bytes,
+    warm_up,
 )
 
 
@@ -318,6 +319,7 @@ def main() -> None:
     state = Reference()
     serve(
         {
+            "warm_up": warm_up,
             "setup": state.setup,
             "make_trial": state.make_trial,
             "compare": state.compare,

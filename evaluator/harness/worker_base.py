@@ -102,6 +102,18 @@ def serve(handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]]) -> No
 # --- torch helpers ------------------------------------------------------------------------------------------------
 
 
+def warm_up(msg: dict[str, Any]) -> dict[str, Any]:
+    """Pay first-use costs before any problem or kernel is known (a standby worker pays them while it waits): the
+    CUDA context and, with `meta`, torch's meta-device registrations (about 0.75 s on first use, for the footprint)."""
+    if str(msg["device"]).startswith("cuda"):
+        torch.cuda.set_device(0)
+        torch.zeros(1, device="cuda")
+    if msg.get("meta"):
+        with torch.device("meta"):
+            torch.nn.Linear(2, 2)(torch.empty(1, 2))
+    return {}
+
+
 def set_precision(tf32: bool) -> None:
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32

@@ -248,3 +248,12 @@ def test_reaper_with_zero_staleness_takes_every_running_row(demo_problems, sent)
     (ev,) = evals(submit((1, 1, 0)))
     svc.evaluation_claim(evaluation_id=ev.pk)
     assert svc.evaluations_reap(stale_after=timedelta(0)).requeued == [ev.pk]
+
+
+def test_the_prestart_setting_reaches_the_runner(demo_problems, stand_in, sent, settings):
+    """EVALUATOR_PRESTART: each worker process keeps its next harness started (runner.run_evaluation(prestart=...))."""
+    first, second = evals(submit((1, 1, 0), (1, 2, 0)))
+    run(first.pk)
+    settings.EVALUATOR_PRESTART = True
+    run(second.pk)
+    assert [call["prestart"] for call in stand_in.calls] == [False, True]
