@@ -119,6 +119,48 @@ def test_infra_errors_are_retried_on_the_same_queue_then_given_up(embedded: Stac
     assert "gave up after 2 attempts" in final["progress"]["kernels"][0]["error"]
 
 
+def _processes_in(folder: Path) -> list[int]:
+    """Processes whose working directory is inside `folder` (harnesses and their workers)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.readlink(f"/proc/{entry}/cwd").startswith(str(folder)):
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def test_a_prestarting_worker_evaluates_through_standbys_and_leaves_nothing_behind(
+    embedded: Stack, tmp_path: Path
+) -> None:
+    """EVALUATOR_PRESTART=True in a real Celery worker: after the first kernel, each evaluation runs in the harness the
+    worker started while the previous one ran; when the worker dies, its standby goes too."""
+    embedded.start_worker("prestart", hardware="cpu-prestart", env={"EVALUATOR_PRESTART": "True"})
+    args = ["--llm", "e2e-llm", "--problem-set", "demo", "--hardware", "cpu-prestart"]
+    bundle = write_bundle(tmp_path, (1, 1, 0), (1, 2, 0), (1, 3, 0))
+    done = embedded.client("--json", "submit", str(bundle), *args, "--wait", "--interval", "1", "--timeout",
+                           str(WAIT_S))  # fmt: skip
+    assert done.returncode == 0, f"{done.stderr}\n{embedded.log('prestart')}"
+    final = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (final["status"], final["evaluated_count"], final["correct_count"]) == ("done", 3, 3)
+    code = (
+        "import json; from evaluator.models import Evaluation; "
+        f"print(json.dumps([bool(e.result['environment'].get('prestarted_workers')) for e in "
+        f"Evaluation.objects.filter(kernel__submission={final['id']}).order_by('finished_at')]))"
+    )
+    prestarted = json.loads(embedded.manage("shell", "-c", code).strip().splitlines()[-1])
+    assert prestarted == [False, True, True]
+    work = embedded.root / "var" / "work"
+    assert len(_processes_in(work)) == 3  # the parked standby: its harness and both workers
+    embedded.kill("prestart")  # SIGKILL: no atexit; the standby sees its go pipe close
+    deadline = time.monotonic() + 30
+    while _processes_in(work) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert _processes_in(work) == []
+
+
 @pytest.mark.services
 def test_redis_and_postgresql(tmp_path: Path) -> None:
     if not (reachable(6379) and reachable(5432)):
