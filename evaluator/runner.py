@@ -86,9 +86,9 @@ def run_evaluation(
     harness itself could not run (cannot spawn, disk full, harness crash that is not the kernel's doing).
 
     With `prestart`, this process keeps one standby harness for the next call with the same settings: it is started
-    as soon as this evaluation begins, so its two workers (Python, torch) start while this one runs, and the next
-    call only hands it the problem and kernel. A standby never sees a kernel before its own call; one left over when
-    the process exits is told to stop (it then exits and takes its workers with it).
+    as this evaluation begins, so its two workers (Python, torch, CUDA context) start while this one starts up and
+    checks correctness, and the next call only hands it the problem and kernel. A standby never sees a kernel before
+    its own call; one left over when the process exits is told to stop (it exits and takes its workers with it).
     """
     Options.build(options)  # reject unknown options here, in the caller's process
     config = _Config(
@@ -102,6 +102,8 @@ def run_evaluation(
     )
     harness = _take_standby(config) if prestart else None
     try:
+        if prestart:  # the next one starts now, so its start-up overlaps this one's start, not its timing
+            _park_standby(config)
         if harness is not None:
             try:
                 harness.write_sources(problem_source, kernel_source)
@@ -113,8 +115,6 @@ def run_evaluation(
             harness = _Harness(config)
             harness.write_sources(problem_source, kernel_source)
             harness.spawn(standby=False)
-        if prestart:
-            _park_standby(config)
         return harness.collect()
     except OSError as exc:
         raise InfraError(f"cannot prepare or run the harness: {exc}") from exc
