@@ -17,6 +17,8 @@ from evaluator.harness.protocol import PAPER_LOOP_CALLS, VERIFIED_TOLERANCE, Opt
 from evaluator.harness.timing import rse_median
 from evaluator.harness.timing_record import OuterBlocks, Samples, fill_timing_record
 
+MIN_ROUNDS = 4  # blocks per side before the loop may stop early (quick mode's 10 calls would be only 2)
+
 
 class TimingPhase:
     """Timing for `Evaluation`, which provides the workers (ask_ref, ask_cand), seed(), left(), phase(), _output()
@@ -87,8 +89,9 @@ class TimingPhase:
             n = len(times["cand"])
             if n >= opts.max_calls:
                 break
-            if n >= opts.min_calls and kept_blocks:
-                # the medians' precision decides (the speedup is their ratio); the mean's RSE is still reported
+            if n >= opts.min_calls and kept_blocks and rounds >= MIN_ROUNDS:
+                # the medians' precision decides (the speedup is their ratio); the mean's RSE is still reported.
+                # MIN_ROUNDS: the wall-clock cross-check compares per-block medians, which two blocks cannot give.
                 if rse_median(times["cand"]) < opts.rse_target and rse_median(times["tf32"]) < opts.rse_target:
                     break
                 if time.monotonic() > budget_end:
