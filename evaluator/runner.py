@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -132,8 +132,8 @@ class _Config:
     work_root: Path
     compile_cache_dir: str
     python: str
-    options: dict = field(hash=False)
-    env: dict = field(hash=False)
+    options: dict
+    env: dict
 
     def key(self) -> str:
         return json.dumps(
@@ -243,8 +243,8 @@ class _Harness:
                     except ValueError:
                         continue
                     events.append(event)
-                    if event.get("event") == "worker" and isinstance(event.get("pid"), int):
-                        worker_pids.append(event["pid"])
+                    if (pid := _worker_pid(event)) is not None:
+                        worker_pids.append(pid)
                     if event.get("event") == "gpu_wait" and isinstance(event.get("seconds"), int | float):
                         deadline += max(0.0, float(event["seconds"]))  # queued behind other evaluations' timing
         finally:
@@ -276,10 +276,9 @@ class _Harness:
             os.set_blocking(self.read_fd, False)
             with contextlib.suppress(OSError):  # the workers' pids, in case the harness did not end them
                 for line in os.read(self.read_fd, 1 << 20).splitlines():
-                    with contextlib.suppress(ValueError, AttributeError):
-                        event = json.loads(line)
-                        if event.get("event") == "worker" and isinstance(event.get("pid"), int):
-                            _kill_group(event["pid"])
+                    with contextlib.suppress(ValueError):
+                        if (pid := _worker_pid(json.loads(line))) is not None:
+                            _kill_group(pid)
             os.close(self.read_fd)
             self.read_fd = -1
         self.cleanup(keep=False)
@@ -287,6 +286,13 @@ class _Harness:
     def cleanup(self, *, keep: bool) -> None:
         if not keep:
             shutil.rmtree(self.work, ignore_errors=True)
+
+
+def _worker_pid(event: Any) -> int | None:
+    """The pid a harness "worker" event announces (workers lead their own sessions: their groups are killed too)."""
+    if isinstance(event, dict) and event.get("event") == "worker" and isinstance(event.get("pid"), int):
+        return event["pid"]
+    return None
 
 
 def _record_from(events: list[dict[str, Any]], code: int | None, log_path: Path) -> dict:
@@ -337,8 +343,12 @@ def _park_standby(config: _Config) -> None:
     """Start the calling thread's next harness now. Only an optimisation: a failure here costs nothing else."""
     try:
         harness = _Harness(config)
+    except OSError:
+        return
+    try:
         harness.spawn(standby=True)
     except OSError:
+        harness.cleanup(keep=False)
         return
     with _standby_lock:
         old = _standby.pop(threading.get_ident(), None)

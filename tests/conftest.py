@@ -21,6 +21,19 @@ if not PROBLEMS_JSONL.exists():
     PROBLEMS_JSONL = SHIPPED_JSONL
 
 
+def processes_in(folder: Path) -> list[int]:
+    """Processes whose working directory is inside `folder` (an evaluation's harness and its workers)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.readlink(f"/proc/{entry}/cwd").startswith(str(folder)):
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
 _OWN_BASETEMP = pytest.StashKey[str]()
 
 

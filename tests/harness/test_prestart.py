@@ -7,6 +7,7 @@ import time
 
 from evaluator import runner
 from evaluator.runner import discard_standby, run_evaluation
+from tests.conftest import processes_in
 
 from .conftest import source
 
@@ -24,19 +25,6 @@ def _evaluate(tmp_path, problem: str, kernel: str, **options):
 
 def _parked():
     return [harness for _, harness in runner._standby.values()]
-
-
-def _processes_in(folder) -> list[int]:
-    """Processes whose working directory is inside `folder` (the harness and its workers)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.readlink(f"/proc/{entry}/cwd").startswith(str(folder)):
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
 
 
 def _gone(pid: int) -> bool:
@@ -82,7 +70,7 @@ def test_an_unused_standby_exits_with_its_workers_and_leaves_no_files(tmp_path):
     deadline = time.monotonic() + 30
     pids: list[int] = []
     while time.monotonic() < deadline and len(pids) < 3:  # the harness and both of its workers are up
-        pids = _processes_in(standby.work)
+        pids = processes_in(standby.work)
         time.sleep(0.2)
     assert len(pids) == 3
     discard_standby()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import processes_in
 from tests.pipeline.helpers import DATA_DIR, demo_kernel, kernel_name, make_zip
 from tests.pipeline.stack import Stack, reachable
 
@@ -119,19 +120,6 @@ def test_infra_errors_are_retried_on_the_same_queue_then_given_up(embedded: Stac
     assert "gave up after 2 attempts" in final["progress"]["kernels"][0]["error"]
 
 
-def _processes_in(folder: Path) -> list[int]:
-    """Processes whose working directory is inside `folder` (harnesses and their workers)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.readlink(f"/proc/{entry}/cwd").startswith(str(folder)):
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
-
-
 def test_a_prestarting_worker_evaluates_through_standbys_and_leaves_nothing_behind(
     embedded: Stack, tmp_path: Path
 ) -> None:
@@ -153,12 +141,12 @@ def test_a_prestarting_worker_evaluates_through_standbys_and_leaves_nothing_behi
     prestarted = json.loads(embedded.manage("shell", "-c", code).strip().splitlines()[-1])
     assert prestarted == [False, True, True]
     work = embedded.root / "var" / "work"
-    assert len(_processes_in(work)) == 3  # the parked standby: its harness and both workers
+    assert len(processes_in(work)) == 3  # the parked standby: its harness and both workers
     embedded.kill("prestart")  # SIGKILL: no atexit; the standby sees its go pipe close
     deadline = time.monotonic() + 30
-    while _processes_in(work) and time.monotonic() < deadline:
+    while processes_in(work) and time.monotonic() < deadline:
         time.sleep(0.3)
-    assert _processes_in(work) == []
+    assert processes_in(work) == []
 
 
 @pytest.mark.services
