@@ -214,6 +214,8 @@ def summarise(run: Run, total_s: float, bundle_size: int) -> dict[str, Any]:
         "compile_wall_sum_s": round(sum(r["wall_s"] for r in compiles), 1),
         "sum_eval_wall_s": round(sum(r["wall_s"] for r in evals), 1),
         "sum_start_s": phase_sum(evals, "start"),
+        "sum_workers_s": phase_sum(evals, "workers"),
+        "sum_standby_workers_s": phase_sum(evals, "standby_workers"),
         "sum_shutdown_s": phase_sum(evals, "shutdown"),
         "sum_correctness_s": phase_sum(evals, "correctness"),
         "sum_timing_s": phase_sum(evals, "timing"),

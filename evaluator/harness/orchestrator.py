@@ -174,6 +174,8 @@ class Evaluation(TimingPhase):
                 self.start = time.monotonic()
                 self.deadline = self.start + float(self.spec.timeout)
                 self.record["environment"]["prestarted_workers"] = True
+                # spent before this evaluation's clock started: not part of its total
+                self.record["phases"]["standby_workers"] = self.record["phases"].pop("workers")
             self._prepare()
             self._handover()
             if self._shares_gpu():
@@ -253,6 +255,7 @@ class Evaluation(TimingPhase):
         except CandidateFailed as exc:  # no kernel code has run yet: not the kernel's failure
             raise HarnessInfraError(f"candidate worker failed before the kernel was loaded: {exc}") from exc
         self.record["environment"]["limits"] = {"host_memory_bytes": memory, **limits}
+        self.phase("workers", self.start)  # part of "start": spawned, torch imported, CUDA context made
 
     def _prepare(self) -> None:
         problem = self.ref_dir / "problem.py"

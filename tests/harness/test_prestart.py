@@ -48,6 +48,9 @@ def test_the_second_evaluation_uses_the_standby_and_gets_the_same_verdicts(tmp_p
         third = _evaluate(tmp_path, "scale_sum", "scale_sum_correct")
         assert third["environment"].get("prestarted_workers") is True and third["correct"] is True
         assert third["phases"]["start"] < first["phases"]["start"]  # torch was imported before the clock started
+        # where start-up went: the workers' own start is inside "start" only when it was on this evaluation's clock
+        assert 0 < first["phases"]["workers"] <= first["phases"]["start"]
+        assert "workers" not in third["phases"] and third["phases"]["standby_workers"] > 0
     finally:
         discard_standby()
     assert _parked() == []
