@@ -31,8 +31,9 @@ demo: migrate
 		for sweep in baselines-h200 baselines-h200-l3-36-50; do \
 			DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py import_baselines \
 				benchmarks/results/$$sweep.jsonl --hardware h200 2>/dev/null || exit 1; done; \
-		DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py import_baselines \
-			benchmarks/results/baselines-h200-compile-sample.jsonl --hardware h200 --precisions compile 2>/dev/null; fi
+		for sweep in baselines-h200-compile-sample baselines-h200-compile-rest; do \
+			DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py import_baselines \
+				benchmarks/results/$$sweep.jsonl --hardware h200 --precisions compile 2>/dev/null || exit 1; done; fi
 
 # Web server and one CPU worker on the embedded defaults (SQLite + filesystem broker under var/).
 run: demo
