@@ -8,6 +8,8 @@ to Redis or RabbitMQ. Every setting is listed in the README.
 from __future__ import annotations
 
 import os
+import secrets
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -31,12 +33,35 @@ def envint(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be an integer") from exc
 
 
+# Management commands that serve nothing and sign nothing that outlives their process (README: "Evaluating one
+# kernel by hand", creating a user, migrating). Without a SECRET_KEY they get a random key of their own, so a
+# newcomer's shell works; the web server (runserver, any WSGI/ASGI server) and Celery workers still refuse to start.
+KEYLESS_COMMANDS = frozenset(
+    {
+        "audit_kernel", "changepassword", "check", "collectstatic", "createsuperuser", "drf_create_token",
+        "evaluate_kernel", "help", "import_baselines", "import_hack_flags", "import_problems", "load_demo",
+        "makemigrations", "migrate", "reap_evaluations", "seed_demo_results", "showmigrations", "spectacular",
+    }
+)  # fmt: skip
+
+
+def keyless_command(argv: list[str]) -> bool:
+    """`manage.py <command>` for one of KEYLESS_COMMANDS."""
+    return len(argv) > 1 and Path(argv[0]).name == "manage.py" and argv[1] in KEYLESS_COMMANDS
+
+
 DEBUG = envbool("DJANGO_DEBUG", "False")
 SECRET_KEY = os.getenv("SECRET_KEY", "")
 if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY is required unless DJANGO_DEBUG=True")
-    SECRET_KEY = "insecure-development-key-only-for-debug"  # noqa: S105 - only ever used with DEBUG on
+    if DEBUG:
+        SECRET_KEY = "insecure-development-key-only-for-debug"  # noqa: S105 - only ever used with DEBUG on
+    elif keyless_command(sys.argv):
+        SECRET_KEY = secrets.token_urlsafe(50)  # this process only: nothing it could sign is kept
+    else:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is required unless DJANGO_DEBUG=True (web server and workers; "
+            f"`manage.py` commands that need none: {', '.join(sorted(KEYLESS_COMMANDS - {'help'}))})"
+        )
 
 ALLOWED_HOSTS = [h.strip() for h in os.getenv("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in os.getenv("CSRF_TRUSTED_ORIGINS", "").split(",") if o]

@@ -7,7 +7,8 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from leaderboard.models import LLM, Problem
+from leaderboard.models import LLM
+from leaderboard.selectors.problem_sets import problem_set_default, problem_sets
 
 
 class SubmitForm(forms.Form):
@@ -30,8 +31,8 @@ class SubmitForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        sets = list(Problem.objects.order_by().values_list("problem_set", flat=True).distinct())
-        default = settings.PROBLEM_SET_DEFAULT
+        sets = problem_sets()
+        default = problem_set_default()
         if default not in sets:
             sets.insert(0, default)
         self.fields["problem_set"].choices = [(s, s) for s in sorted(sets, key=lambda s: (s != default, s))]

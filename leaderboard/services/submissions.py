@@ -15,6 +15,7 @@ from evaluator.models import Evaluation
 from evaluator.services.evaluations import HARDWARE_RE, evaluations_enqueue, kernels_audit_enqueue
 from leaderboard.bundles import BundleError, ParsedBundle, parse_bundle, read_upload
 from leaderboard.models import Kernel, Problem, Submission
+from leaderboard.selectors.problem_sets import problem_set_default, unknown_problem_set_message
 from leaderboard.services.llms import llm_get_or_create
 
 # The cleaned fields the web form and the API serializer both hand to submission_create_from_upload.
@@ -69,14 +70,14 @@ def submission_create(
     `eval-<hardware>`) are sent only after it commits. Raises BundleError (with the per-file report) when nothing
     in the bundle can be evaluated or the bundle is unsafe; then nothing is stored.
     """
-    problem_set = (problem_set or settings.PROBLEM_SET_DEFAULT).strip()
+    problem_set = (problem_set or problem_set_default()).strip()
     hardware = (hardware or settings.EVALUATOR_DEFAULT_HARDWARE).strip().lower()
     if not HARDWARE_RE.match(hardware):
         raise BundleError(f"Invalid hardware label {hardware!r}: lowercase letters, digits, '.', '_' or '-'.")
     if not problem_set or len(problem_set) > 100:
         raise BundleError("Invalid problem set label.")
     if not Problem.objects.filter(problem_set=problem_set).exists():
-        raise BundleError(f"Unknown problem set {problem_set!r}.")
+        raise BundleError(unknown_problem_set_message(problem_set))
 
     bundle = parse_bundle(filename=filename, data=data, level=level, problem_id=problem_id, sample=sample)
     problems = _resolve_problems(bundle, problem_set)
