@@ -181,8 +181,13 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The reaper requeues (or, after EVALUATOR_MAX_ATTEMPTS, fails) evaluations whose worker died mid-run. `make run`
 # starts beat inside its worker; a multi-machine deployment runs exactly one `celery -A config beat`.
+EVALUATOR_REAP_INTERVAL = envint("EVALUATOR_REAP_INTERVAL", 30)  # seconds between two reaper runs (beat)
 CELERY_BEAT_SCHEDULE = {
-    "reap-evaluations": {"task": "evaluator.reap_evaluations", "schedule": 300.0, "options": {"queue": "default"}},
+    "reap-evaluations": {
+        "task": "evaluator.reap_evaluations",
+        "schedule": float(EVALUATOR_REAP_INTERVAL),
+        "options": {"queue": "default", "expires": float(EVALUATOR_REAP_INTERVAL)},
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
@@ -191,6 +196,14 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 EVALUATOR_DEFAULT_HARDWARE = os.getenv("EVALUATOR_DEFAULT_HARDWARE", "cpu")
 EVALUATOR_HARNESS_TIMEOUT = envint("EVALUATOR_HARNESS_TIMEOUT", 900)  # seconds, per kernel, inside the task
 EVALUATOR_MAX_ATTEMPTS = envint("EVALUATOR_MAX_ATTEMPTS", 3)
+# Faults (README "Reliability"): a running evaluation refreshes its heartbeat every HEARTBEAT_INTERVAL seconds and
+# the reaper requeues it once the heartbeat is HEARTBEAT_STALE old; a queued one whose message never reached the
+# broker is sent after ENQUEUE_STALE seconds, and one whose message may have been lost is sent again after
+# QUEUED_STALE seconds (duplicates are harmless: claims are compare-and-set).
+EVALUATOR_HEARTBEAT_INTERVAL = envint("EVALUATOR_HEARTBEAT_INTERVAL", 10)
+EVALUATOR_HEARTBEAT_STALE = envint("EVALUATOR_HEARTBEAT_STALE", 60)
+EVALUATOR_ENQUEUE_STALE = envint("EVALUATOR_ENQUEUE_STALE", 60)
+EVALUATOR_QUEUED_STALE = envint("EVALUATOR_QUEUED_STALE", 1800)
 EVALUATOR_WORK_DIR = Path(os.getenv("EVALUATOR_WORK_DIR", VAR_DIR / "work"))
 EVALUATOR_COMPILE_CACHE_DIR = Path(os.getenv("EVALUATOR_COMPILE_CACHE_DIR", VAR_DIR / "compile-cache"))
 EVALUATOR_PYTHON = os.getenv("EVALUATOR_PYTHON", "")  # interpreter for the harness; default: this one

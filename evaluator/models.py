@@ -29,7 +29,13 @@ class Evaluation(models.Model):
     is_current = models.BooleanField(default=True, help_text="The latest evaluation of its kernel on this hardware.")
     attempts = models.PositiveSmallIntegerField(default=0)
     queued_at = models.DateTimeField(auto_now_add=True)
+    # Outbox marker: set once the evaluate_kernel message reached the broker; None while it has not (broker down
+    # at upload, or requeued by the reaper and not yet sent). The reaper re-sends rows that stay unsent.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    # Refreshed every EVALUATOR_HEARTBEAT_INTERVAL seconds by the task while the harness runs; the reaper requeues a
+    # RUNNING row whose heartbeat is older than EVALUATOR_HEARTBEAT_STALE (its worker died).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=255, blank=True)
     task_id = models.CharField(max_length=255, blank=True)

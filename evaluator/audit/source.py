@@ -28,8 +28,8 @@ class KernelSource:
         src = cls(text=text)
         try:
             src.tree = ast.parse(text)
-        except (SyntaxError, ValueError) as exc:  # ValueError: null bytes
-            src.syntax_error = f"{type(exc).__name__}: {exc}"
+        except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:  # null bytes; the parser's stack
+            src.syntax_error = f"{type(exc).__name__}: {exc or 'nested too deeply for the parser'}"
             # Without an AST every line may hold native code; the regex rules then scan the whole file.
             src.native_ranges = [(1, len(src.lines))]
             return src

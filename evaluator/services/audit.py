@@ -22,9 +22,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from evaluator.audit.findings import SEVERITY_RANK, Finding
+from evaluator.audit.isolated import audit_static_isolated
 from evaluator.audit.runtime_signals import runtime_findings
 from evaluator.audit.schema import import_schema, validation_errors
-from evaluator.audit.static_rules import audit_static
 from evaluator.models import AuditFlag, Evaluation
 from leaderboard.models import Kernel
 
@@ -90,14 +90,24 @@ def _replace_flags(
     return AuditFlag.objects.bulk_create(created)
 
 
-@transaction.atomic
 def kernel_audit_static(*, kernel_id: int) -> list[AuditFlag]:
-    """Run the static layer (own rules + KernelGuard) on one kernel and store its findings as `rule` flags."""
-    kernel = Kernel.objects.select_related("problem").select_for_update(of=("self",)).get(pk=kernel_id)
-    findings = audit_static(kernel.source, kernel.problem.source)
-    return _replace_flags(
-        kernel=kernel, source=AuditFlag.Source.RULE, findings=findings, raw_extra={"kernel_sha256": kernel.sha256}
-    )
+    """Run the static layer (own rules + KernelGuard) on one kernel and store its findings as `rule` flags.
+
+    The source is untrusted, so it is parsed in a child process under memory and time limits (a file that defeats
+    the parser gets an `audit_error` flag instead of taking the worker down). Corroboration runs here as well as
+    after the runtime audit, so the result does not depend on which of the two finishes first.
+    """
+    kernel = Kernel.objects.select_related("problem").get(pk=kernel_id)
+    findings = audit_static_isolated(kernel.source, kernel.problem.source)
+    with transaction.atomic():
+        kernel = Kernel.objects.select_for_update().get(pk=kernel_id)
+        flags = _replace_flags(
+            kernel=kernel, source=AuditFlag.Source.RULE, findings=findings, raw_extra={"kernel_sha256": kernel.sha256}
+        )
+        if kernel_flags_corroborate(kernel_id=kernel_id):
+            for flag in flags:
+                flag.refresh_from_db(fields=["review_state"])
+    return flags
 
 
 def kernels_audit_static(*, kernel_ids: Iterable[int]) -> int:

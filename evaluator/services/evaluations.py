@@ -12,13 +12,14 @@ import math
 import re
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from evaluator.models import Baseline, DistributionResult, Evaluation
@@ -68,32 +69,64 @@ def retry_countdown(attempts: int) -> int:
     return min(600, base * 2 ** max(0, attempts - 1))
 
 
-def evaluations_enqueue(*, evaluations: Iterable[Evaluation]) -> None:
+def evaluations_enqueue(*, evaluations: Iterable[Evaluation]) -> EnqueueOutcome:
     """Send one `evaluator.evaluate_kernel` message per evaluation, after the surrounding transaction commits.
 
     Enqueueing after commit means a worker never receives an id it cannot see yet, and a rolled-back upload never
-    sends anything.
+    sends anything. The rows are the outbox: each message that reaches the broker stamps `enqueued_at`; when the
+    broker is unreachable the rows stay QUEUED with `enqueued_at` None and the reaper sends them later, so the
+    upload itself never fails because of the broker. The returned outcome lists the ids not sent (after commit).
     """
+    jobs = [(ev.pk, ev.task_id, queue_for(ev.hardware)) for ev in evaluations]
+    outcome = EnqueueOutcome()
+    transaction.on_commit(lambda: outcome.unsent.extend(_send(jobs)))
+    return outcome
+
+
+@dataclass(slots=True)
+class EnqueueOutcome:
+    """Filled when the enqueueing transaction commits: the evaluation ids whose message did not reach the broker."""
+
+    unsent: list[int] = field(default_factory=list)
+
+
+def _send(jobs: list[tuple[int, str, str]]) -> list[int]:
+    """Publish evaluate_kernel messages; stamp the rows that reached the broker; return the ids that did not."""
     from evaluator.tasks.evaluation import evaluate_kernel as evaluate_kernel_task
 
     limits = time_limits()
-    jobs = [(ev.pk, ev.task_id, queue_for(ev.hardware)) for ev in evaluations]
-
-    def send() -> None:
-        for pk, task_id, queue in jobs:
+    sent: list[int] = []
+    unsent: list[int] = []
+    for pk, task_id, queue in jobs:
+        if unsent:  # the broker is down: do not wait for its connection retries once per message
+            unsent.append(pk)
+            continue
+        try:
             evaluate_kernel_task.apply_async(
                 args=[pk], task_id=task_id or None, queue=queue, soft_time_limit=limits.soft, time_limit=limits.hard
             )
-
-    transaction.on_commit(send)
+        except Exception as exc:  # kombu.OperationalError, socket errors...: the reaper re-sends the row later
+            log.warning("evaluation %s: broker unreachable, left for the reaper to send (%s)", pk, exc)
+            unsent.append(pk)
+        else:
+            sent.append(pk)
+    if sent:
+        Evaluation.objects.filter(pk__in=sent, status=Evaluation.Status.QUEUED).update(enqueued_at=timezone.now())
+    return unsent
 
 
 def kernels_audit_enqueue(*, kernel_ids: list[int]) -> None:
     """Run the static audit of freshly uploaded kernels on the default queue, after the upload commits."""
     from evaluator.tasks.audit import audit_kernels_static
 
+    def send() -> None:
+        try:
+            audit_kernels_static.apply_async(args=[kernel_ids])
+        except Exception as exc:  # the broker is down: the reaper re-sends it with the kernels' evaluations
+            log.warning("static audit of kernels %s not sent: broker unreachable (%s)", kernel_ids, exc)
+
     if kernel_ids:
-        transaction.on_commit(lambda: audit_kernels_static.apply_async(args=[kernel_ids]))
+        transaction.on_commit(send)
 
 
 # --- Claim and run ----------------------------------------------------------------------------------------------
@@ -105,6 +138,7 @@ def evaluation_claim(*, evaluation_id: int, worker: str = "") -> Evaluation | No
         claimed = Evaluation.objects.filter(pk=evaluation_id, status=Evaluation.Status.QUEUED, is_current=True).update(
             status=Evaluation.Status.RUNNING,
             started_at=timezone.now(),
+            heartbeat_at=timezone.now(),
             finished_at=None,
             attempts=F("attempts") + 1,
             worker=worker[:255],
@@ -116,6 +150,16 @@ def evaluation_claim(*, evaluation_id: int, worker: str = "") -> Evaluation | No
             status=Submission.Status.RUNNING
         )
     return evaluation
+
+
+def evaluation_heartbeat(*, evaluation: Evaluation) -> bool:
+    """Record that this attempt is still running (False once it no longer owns the row: reaped or finished)."""
+    return (
+        Evaluation.objects.filter(
+            pk=evaluation.pk, status=Evaluation.Status.RUNNING, attempts=evaluation.attempts
+        ).update(heartbeat_at=timezone.now())
+        == 1
+    )
 
 
 def harness_arguments(evaluation: Evaluation) -> dict[str, Any]:
@@ -306,18 +350,43 @@ def evaluation_retry_or_fail(*, evaluation: Evaluation, error: str) -> bool:
 class ReapResult:
     requeued: list[int]
     failed: list[int]
+    resent: list[int] = field(default_factory=list)  # QUEUED rows whose message was re-sent
+    orphans: list[str] = field(default_factory=list)  # work folders of dead workers' harnesses, removed
 
 
-def evaluations_reap(*, stale_after: timedelta | None = None) -> ReapResult:
-    """Requeue RUNNING evaluations older than the hard time limit (their worker died), or fail them once they
-    have used EVALUATOR_MAX_ATTEMPTS. A worker that is alive never holds a row that long: Celery kills it first."""
+def _seconds(name: str, default: float) -> timedelta:
+    return timedelta(seconds=float(getattr(settings, name, default)))
+
+
+def evaluations_reap(
+    *,
+    stale_after: timedelta | None = None,
+    heartbeat_stale: timedelta | None = None,
+    enqueue_stale: timedelta | None = None,
+    queued_stale: timedelta | None = None,
+) -> ReapResult:
+    """Recover every evaluation whose message or worker was lost; safe to run at any time, from anywhere.
+
+    - RUNNING rows whose heartbeat is older than EVALUATOR_HEARTBEAT_STALE (their worker died: kill -9, machine
+      lost), or that started longer ago than the hard time limit + 60 s (`stale_after`), are requeued, or FAILED
+      once they have used EVALUATOR_MAX_ATTEMPTS;
+    - QUEUED rows whose message never reached the broker (`enqueued_at` None for EVALUATOR_ENQUEUE_STALE: the
+      broker was down at upload) are sent, with their kernel's static audit; QUEUED rows sent longer ago than
+      EVALUATOR_QUEUED_STALE are sent again (a broker that lost its messages). A duplicate message is harmless:
+      the claim is a compare-and-set, so an evaluation still runs and is counted once;
+    - harness processes and work folders left on this machine by dead workers are removed.
+    """
+    now = timezone.now()
     if stale_after is None:  # (not `or`: a zero timedelta is falsy and means "everything running")
         stale_after = timedelta(seconds=time_limits().hard + 60)
-    cutoff = timezone.now() - stale_after
+    if heartbeat_stale is None:
+        heartbeat_stale = _seconds("EVALUATOR_HEARTBEAT_STALE", 60)
+    lost = Evaluation.objects.filter(status=Evaluation.Status.RUNNING).filter(
+        Q(started_at__lt=now - stale_after) | Q(heartbeat_at__lt=now - heartbeat_stale)
+    )
     requeued: list[int] = []
     failed: list[int] = []
-    stale = Evaluation.objects.filter(status=Evaluation.Status.RUNNING, started_at__lt=cutoff).select_related("kernel")
-    for evaluation in stale:
+    for evaluation in lost.select_related("kernel"):
         if evaluation.attempts >= settings.EVALUATOR_MAX_ATTEMPTS:
             if evaluation_fail(evaluation=evaluation, error=f"worker lost {evaluation.attempts} times; gave up"):
                 failed.append(evaluation.pk)
@@ -329,6 +398,8 @@ def evaluations_reap(*, stale_after: timedelta | None = None) -> ReapResult:
             ).update(
                 status=Evaluation.Status.QUEUED,
                 started_at=None,
+                heartbeat_at=None,
+                enqueued_at=None,
                 worker="",
                 task_id=task_id,
                 error=f"requeued by the reaper after attempt {evaluation.attempts} (worker lost)",
@@ -337,7 +408,34 @@ def evaluations_reap(*, stale_after: timedelta | None = None) -> ReapResult:
                 evaluation.task_id = task_id
                 evaluations_enqueue(evaluations=[evaluation])
                 requeued.append(evaluation.pk)
-    return ReapResult(requeued=requeued, failed=failed)
+    resent = _resend_queued(
+        now=now,
+        enqueue_stale=enqueue_stale if enqueue_stale is not None else _seconds("EVALUATOR_ENQUEUE_STALE", 60),
+        queued_stale=queued_stale if queued_stale is not None else _seconds("EVALUATOR_QUEUED_STALE", 1800),
+        skip=set(requeued),
+    )
+    from evaluator.runner import orphans_remove
+
+    orphans = orphans_remove(Path(settings.EVALUATOR_WORK_DIR))
+    return ReapResult(requeued=requeued, failed=failed, resent=resent, orphans=orphans)
+
+
+def _resend_queued(*, now: Any, enqueue_stale: timedelta, queued_stale: timedelta, skip: set[int]) -> list[int]:
+    """The outbox relay: send QUEUED rows that never reached the broker, or whose message may have been lost."""
+    unsent = Q(enqueued_at__isnull=True, queued_at__lt=now - enqueue_stale)
+    forgotten = Q(enqueued_at__lt=now - queued_stale)
+    rows = list(
+        Evaluation.objects.filter(Q(status=Evaluation.Status.QUEUED, is_current=True) & (unsent | forgotten))
+        .exclude(pk__in=skip)
+        .order_by("pk")
+    )
+    if not rows:
+        return []
+    with transaction.atomic():
+        outcome = evaluations_enqueue(evaluations=rows)
+        # Its upload's static audit was most likely lost with it (both are sent after the same commit).
+        kernels_audit_enqueue(kernel_ids=sorted({ev.kernel_id for ev in rows if ev.enqueued_at is None}))
+    return [ev.pk for ev in rows if ev.pk not in outcome.unsent]
 
 
 # --- Staff re-runs ----------------------------------------------------------------------------------------------

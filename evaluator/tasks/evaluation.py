@@ -5,12 +5,17 @@ The worker never imports torch: `evaluator.runner.run_evaluation` runs the candi
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_ready
 from django.conf import settings
+from django.db import connection
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +43,8 @@ def evaluate_kernel(self: Any, evaluation_id: int, **kwargs: Any) -> None:
     if evaluation is None:
         return
     try:
-        record = runner.run_evaluation(**svc.harness_arguments(evaluation))
+        with _heartbeat(evaluation):
+            record = runner.run_evaluation(**svc.harness_arguments(evaluation))
     except runner.InfraError as exc:
         log.warning("evaluation %s: infrastructure error on attempt %s: %s", evaluation_id, evaluation.attempts, exc)
         if svc.evaluation_retry_or_fail(evaluation=evaluation, error=f"infrastructure error: {exc}"):
@@ -58,6 +64,46 @@ def evaluate_kernel(self: Any, evaluation_id: int, **kwargs: Any) -> None:
         _audit_runtime(evaluation_id)
 
 
+@contextlib.contextmanager
+def _heartbeat(evaluation: Any) -> Iterator[None]:
+    """Refresh the row's heartbeat every EVALUATOR_HEARTBEAT_INTERVAL seconds while the harness runs, from a thread
+    (the reaper requeues a row whose heartbeat stops: this worker died)."""
+    from evaluator.services.evaluations import evaluation_heartbeat
+
+    stop = threading.Event()
+    interval = float(settings.EVALUATOR_HEARTBEAT_INTERVAL)
+
+    def beat() -> None:
+        try:
+            while not stop.wait(interval):
+                try:
+                    if not evaluation_heartbeat(evaluation=evaluation):
+                        return  # reaped or finished elsewhere: nothing left to vouch for
+                except Exception:
+                    log.exception("evaluation %s: heartbeat failed", evaluation.pk)
+        finally:
+            connection.close()  # this thread's own database connection
+
+    thread = threading.Thread(target=beat, name=f"heartbeat-{evaluation.pk}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+@worker_ready.connect
+def _remove_orphans(**kwargs: Any) -> None:
+    """A worker starting on a machine removes the harnesses and work folders its dead predecessors left there."""
+    from evaluator import runner
+
+    with contextlib.suppress(Exception):
+        removed = runner.orphans_remove(settings.EVALUATOR_WORK_DIR)
+        if removed:
+            log.warning("removed %s orphaned harness work folders: %s", len(removed), removed)
+
+
 def _audit_runtime(evaluation_id: int) -> None:
     """Runtime-signal flags (and judge requests for fast correct kernels); never lose a stored result over them."""
     from evaluator.services.audit import kernel_audit_runtime
@@ -74,4 +120,4 @@ def reap_evaluations() -> dict[str, list[int]]:
     from evaluator.services.evaluations import evaluations_reap
 
     result = evaluations_reap()
-    return {"requeued": result.requeued, "failed": result.failed}
+    return {"requeued": result.requeued, "failed": result.failed, "resent": result.resent}

@@ -99,6 +99,8 @@ class SubmissionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         out = serializers.SubmissionSerializer(submission, context={"request": request}).data
         body = {key: out[key] for key in ("id", "url", "page_url", "status", "kernel_count")}
         body["report"] = submission.report
+        if getattr(submission, "evaluation_pending", False):
+            body["note"] = "Stored; the evaluation queue is unreachable, so evaluation will start when it is back."
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": out["url"]})
 
     @extend_schema(summary="Results of a submission as CSV", responses={(200, "text/csv"): OpenApiTypes.STR})

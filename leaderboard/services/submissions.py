@@ -122,8 +122,10 @@ def submission_create(
                 for kernel in kernels
             ]
         )
-        evaluations_enqueue(evaluations=evaluations)
+        outbox = evaluations_enqueue(evaluations=evaluations)
         kernels_audit_enqueue(kernel_ids=[kernel.pk for kernel in kernels])
+    # The broker was unreachable: everything is stored and the reaper sends the messages once it is back.
+    submission.evaluation_pending = bool(outbox.unsent)
     return submission
 
 

@@ -257,3 +257,93 @@ def test_the_prestart_setting_reaches_the_runner(demo_problems, stand_in, sent, 
     settings.EVALUATOR_PRESTART = True
     run(second.pk)
     assert [call["prestart"] for call in stand_in.calls] == [False, True]
+
+
+# --- Faults: heartbeats, the outbox and the broker (issue 15) ---------------------------------------------------
+
+
+def test_the_reaper_requeues_a_running_row_whose_heartbeat_stopped(demo_problems, sent, settings):
+    settings.EVALUATOR_HEARTBEAT_STALE = 60
+    dead, alive = evals(submit((1, 1, 0), (1, 2, 0)))
+    for ev in (dead, alive):
+        svc.evaluation_claim(evaluation_id=ev.pk, worker="w")
+    # Started a minute ago (far below the hard time limit), but its worker stopped beating 61 s ago.
+    Evaluation.objects.filter(pk=dead.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=61))
+    assert svc.evaluations_reap().requeued == [dead.pk]
+    alive.refresh_from_db(), dead.refresh_from_db()
+    assert alive.status == "running" and (dead.status, dead.heartbeat_at, dead.enqueued_at) == ("queued", None, None)
+
+
+def test_a_heartbeat_only_counts_for_the_attempt_that_owns_the_row(demo_problems, sent):
+    (ev,) = evals(submit((1, 1, 0)))
+    first = svc.evaluation_claim(evaluation_id=ev.pk, worker="w1")
+    Evaluation.objects.filter(pk=ev.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+    assert svc.evaluation_heartbeat(evaluation=first) is True
+    assert Evaluation.objects.get(pk=ev.pk).heartbeat_at > timezone.now() - timedelta(seconds=5)
+    svc.evaluations_reap(stale_after=timedelta(0))
+    assert svc.evaluation_heartbeat(evaluation=first) is False  # reaped: the old attempt's thread stops
+
+
+def test_the_task_beats_while_the_harness_runs(demo_problems, stand_in, sent, settings, monkeypatch):
+    settings.EVALUATOR_HEARTBEAT_INTERVAL = 0.05
+    beats: list[int] = []
+    monkeypatch.setattr(svc, "evaluation_heartbeat", lambda *, evaluation: beats.append(evaluation.pk) or True)
+    (ev,) = evals(submit((1, 1, 0)))
+    stand_in.default = lambda: __import__("time").sleep(0.5) or record()
+    run(ev.pk)
+    assert len(beats) >= 3 and set(beats) == {ev.pk}
+    assert Evaluation.objects.get(pk=ev.pk).status == "done"
+
+
+def test_the_reaper_sends_queued_rows_that_never_reached_the_broker(
+    demo_problems, sent, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        submission = submit((1, 1, 0), (1, 2, 0))
+    sent_first, unsent = evals(submission)
+    assert sent_first.enqueued_at is not None  # the outbox marker of a message that reached the broker
+    Evaluation.objects.filter(pk=unsent.pk).update(enqueued_at=None, queued_at=timezone.now() - timedelta(minutes=2))
+    calls = len(sent.calls)
+    with django_capture_on_commit_callbacks(execute=True):
+        result = svc.evaluations_reap()
+    assert result.resent == [unsent.pk] and [c["args"] for c in sent.calls[calls:]] == [[unsent.pk]]
+    assert sent.audits[-1] == [[unsent.kernel_id]]  # its static audit was lost with it
+    assert Evaluation.objects.get(pk=unsent.pk).enqueued_at is not None
+    with django_capture_on_commit_callbacks(execute=True):
+        assert svc.evaluations_reap().resent == []  # sent now: not again until EVALUATOR_QUEUED_STALE
+
+
+@pytest.fixture
+def broker_down(settings):
+    """Point the Celery app at a closed port (nothing listens on the discard port), as a dead broker looks."""
+    from config.celery import app
+
+    saved = app.conf.broker_url, app._pool, app.amqp._producer_pool
+    app.conf.broker_url, app._pool, app.amqp._producer_pool = "redis://127.0.0.1:9/0", None, None
+    yield
+    app.conf.broker_url, app._pool, app.amqp._producer_pool = saved
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_upload_while_the_broker_is_down_is_stored_and_sent_later(demo_problems, api, broker_down, monkeypatch):
+    files = {kernel_name(1, 1, 0): demo_kernel(1, 1, 0), kernel_name(1, 2, 0): demo_kernel(1, 2, 0)}
+    upload = __import__("io").BytesIO(make_zip(files))
+    upload.name = "r.zip"
+    form = {"llm": "m", "bundle": upload, "problem_set": DEMO_SET, "hardware": "cpu"}
+    response = api.post("/api/submissions/", form, format="multipart")
+    assert response.status_code == 202, response.content
+    assert "unreachable" in response.json()["note"]
+    submission = Submission.objects.get(pk=response.json()["id"])
+    rows = evals(submission)
+    assert [(ev.status, ev.enqueued_at) for ev in rows] == [("queued", None)] * 2
+    old = timezone.now() - timedelta(minutes=2)
+    Evaluation.objects.filter(kernel__submission=submission).update(queued_at=old)
+    assert svc.evaluations_reap().resent == []  # still down: the rows wait for the next run
+    # The broker is back.
+    from evaluator.tasks.audit import audit_kernels_static
+
+    published: list[int] = []
+    monkeypatch.setattr(evaluate_kernel, "apply_async", lambda **kw: published.append(kw["args"][0]))
+    monkeypatch.setattr(audit_kernels_static, "apply_async", lambda *a, **kw: None)
+    assert svc.evaluations_reap().resent == [ev.pk for ev in rows] == published
+    assert all(ev.enqueued_at for ev in evals(submission))
