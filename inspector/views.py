@@ -7,15 +7,17 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from inspector.selectors import kernel_inspection, kernel_result_record
+from leaderboard.untrusted import strict_int
 
 
 def _evaluation_id(request: HttpRequest) -> int | None:
     value = request.GET.get("evaluation")
     if not value:
         return None
-    if not value.isdigit():
+    evaluation_id = strict_int(value, max_digits=18)
+    if evaluation_id is None:
         raise Http404("Bad evaluation id")
-    return int(value)
+    return evaluation_id
 
 
 @require_GET

@@ -9,13 +9,14 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from evaluator.services.evaluations import submission_rerun
 from leaderboard.api import filters, serializers
+from leaderboard.api.parsers import UntrustedJSONParser
 from leaderboard.api.throttles import SubmissionRateThrottle
 from leaderboard.bundles import BundleError
 from leaderboard.models import LLM, Kernel, Problem, Submission
@@ -59,7 +60,7 @@ class SubmissionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Kernel bundles and their evaluation progress. Anyone can read; uploading needs a token (or a session)."""
 
     filterset_class = filters.SubmissionFilter
-    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    parser_classes = [MultiPartParser, FormParser, UntrustedJSONParser]
 
     def get_queryset(self) -> QuerySet[Submission]:
         return submission_list()

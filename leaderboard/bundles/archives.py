@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 import posixpath
 import re
 import stat
@@ -21,6 +20,7 @@ from typing import IO, Any
 from leaderboard.bundles.collector import KERNEL_NAME_RE, Collector
 from leaderboard.bundles.limits import Limits
 from leaderboard.bundles.types import BundleError
+from leaderboard.untrusted import json_loads, storable_json
 
 EVAL_RESULTS_NAME = "eval_results.json"
 NOT_A_KERNEL = "not a kernel file (expected level_<L>_problem_<P>_sample_<S>_kernel.py)"
@@ -92,9 +92,9 @@ def _claimed_results(collector: Collector, name: str, data: bytes) -> None:
     KernelBench wrote a list per problem (main) or a single dict per problem (v0.1); both are accepted.
     """
     try:
-        raw = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError):
-        collector.skip(name, "eval_results.json is not valid UTF-8 JSON; claim ignored")
+        raw = json_loads(data)
+    except ValueError as exc:  # not UTF-8, malformed, NaN/Infinity, nested too deep
+        collector.skip(name, f"eval_results.json is not usable JSON ({exc}); claim ignored")
         return
     if not isinstance(raw, dict):
         collector.skip(name, "eval_results.json is not an object keyed by problem id; claim ignored")
@@ -106,7 +106,7 @@ def _claimed_results(collector: Collector, name: str, data: bytes) -> None:
         elif isinstance(value, list):
             normalised[str(problem_id)] = [v for v in value if isinstance(v, dict)]
     claims = collector.bundle.claimed_results or {}
-    claims[name] = normalised
+    claims[name] = storable_json(normalised)
     collector.bundle.claimed_results = claims
     collector.skip(name, f"submitter's claimed results for {len(normalised)} problems; stored, not trusted")
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from leaderboard.bundles.limits import Limits
 from leaderboard.bundles.types import ACCEPTED, SKIPPED, BundleEntry, BundleError, FileReport, ParsedBundle
+from leaderboard.untrusted import strict_int
 
 # KernelBench run-folder file names and leaderboard-JSON keys: level_<L>_problem_<P>_sample_<S>[_kernel][.py]
 KERNEL_NAME_RE = re.compile(r"^level_(\d{1,4})_problem_(\d{1,6})_sample_(\d{1,6})(?:_kernel)?(?:\.py)?$")
@@ -69,14 +70,8 @@ class Collector:
 
 
 def as_int(value: Any) -> int | None:
-    """Accept ints and digit strings (JSON producers differ); reject bools, floats and negatives."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if 0 <= value < 10**6 else None
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 6:
-        return int(value.strip())
-    return None
+    """Accept ints and ASCII digit strings (JSON producers differ); reject bools, floats, negatives, "²"."""
+    return strict_int(value.strip() if isinstance(value, str) else value, max_digits=6)
 
 
 def decode_source(data: bytes, limits: Limits) -> tuple[str, str]:

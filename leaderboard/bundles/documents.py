@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import posixpath
 from typing import Any
 
 from leaderboard.bundles.collector import KERNEL_NAME_RE, Collector, as_int
 from leaderboard.bundles.types import BundleError
+from leaderboard.untrusted import json_loads, storable_text
 
 
 def decode_text(data: bytes, what: str) -> str:
@@ -21,8 +21,8 @@ def decode_text(data: bytes, what: str) -> str:
 def read_leaderboard_json(data: bytes, collector: Collector) -> None:
     """`{"metadata": {...}, "kernels": {"level_L_problem_P_sample_S": "<source>"}}` (KernelBench-Leaderboard)."""
     try:
-        document = json.loads(decode_text(data, "JSON bundle"))
-    except ValueError as exc:
+        document = json_loads(decode_text(data, "JSON bundle"))
+    except ValueError as exc:  # malformed, NaN/Infinity, nested too deep
         raise BundleError(f"The JSON bundle does not parse ({exc}).") from exc
     if not isinstance(document, dict) or not isinstance(document.get("kernels"), dict):
         raise BundleError('The JSON bundle needs a "kernels" object keyed by level_<L>_problem_<P>_sample_<S>.')
@@ -30,7 +30,7 @@ def read_leaderboard_json(data: bytes, collector: Collector) -> None:
     if isinstance(metadata, dict):
         # Keep only short scalar fields: the metadata is shown on the submission page.
         collector.bundle.metadata = {
-            str(k)[:100]: v if not isinstance(v, str) else v[:1000]
+            storable_text(str(k)[:100]): v if not isinstance(v, str) else storable_text(v[:1000])
             for k, v in metadata.items()
             if isinstance(v, str | int | float | bool) or v is None
         }
@@ -54,9 +54,9 @@ def read_jsonl(data: bytes, collector: Collector) -> None:
             continue
         name = f"line {number}"
         try:
-            row = json.loads(line)
+            row = json_loads(line)
         except ValueError as exc:
-            collector.skip(name, f"not valid JSON ({exc.msg})")
+            collector.skip(name, f"not valid JSON ({exc})")
             continue
         if not isinstance(row, dict):
             collector.skip(name, "not a JSON object")

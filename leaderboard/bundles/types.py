@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from leaderboard.untrusted import storable_text
+
 ACCEPTED = "accepted"
 SKIPPED = "skipped"
 
@@ -46,10 +48,11 @@ class FileReport:
     sample: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        # Names come from the bundle (JSON keys, member names): keep them storable and renderable.
         return {
-            "name": self.name,
+            "name": storable_text(self.name),
             "status": self.status,
-            "reason": self.reason,
+            "reason": storable_text(self.reason),
             "level": self.level,
             "problem_id": self.problem_id,
             "sample": self.sample,

@@ -25,6 +25,8 @@ from leaderboard.selectors.ranking_cache import (  # noqa: F401  (leaderboard_ca
     cached,
     leaderboard_cache_clear,
 )
+from leaderboard.untrusted import label as label_param
+from leaderboard.untrusted import short_text
 
 LEVELS = (1, 2, 3)
 FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
@@ -209,11 +211,12 @@ class BoardParams:
 
 
 def board_params(query: Mapping[str, str], choices: BoardChoices) -> BoardParams:
-    """?hardware=&problem_set=&level= with the defaults the board opens on (used by the page and the API alike)."""
+    """?hardware=&problem_set=&level= with the defaults the board opens on (used by the page and the API alike).
+    Malformed values (control characters, non-labels) mean the default, never a header or cache key built from them."""
     level = query.get("level") or ""
     return BoardParams(
-        hardware=query.get("hardware") or choices.default_hardware,
-        problem_set=query.get("problem_set") or choices.default_problem_set,
+        hardware=label_param(query.get("hardware")) or choices.default_hardware,
+        problem_set=short_text(query.get("problem_set")) or choices.default_problem_set,
         level=int(level) if level in {str(lv) for lv in LEVELS} else None,
     )
 
