@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -38,9 +39,10 @@ def envint(name: str, default: int) -> int:
 # newcomer's shell works; the web server (runserver, any WSGI/ASGI server) and Celery workers still refuse to start.
 KEYLESS_COMMANDS = frozenset(
     {
-        "audit_kernel", "changepassword", "check", "collectstatic", "createsuperuser", "drf_create_token",
-        "evaluate_kernel", "help", "import_baselines", "import_hack_flags", "import_problems", "load_demo",
-        "makemigrations", "migrate", "reap_evaluations", "seed_demo_results", "showmigrations", "spectacular",
+        "audit_kernel", "changepassword", "check", "collectstatic", "createcachetable", "createsuperuser",
+        "create_api_token", "evaluate_kernel", "help", "import_baselines", "import_hack_flags", "import_problems",
+        "load_demo", "makemigrations", "migrate", "reap_evaluations", "seed_demo_results", "showmigrations",
+        "spectacular",
     }
 )  # fmt: skip
 
@@ -77,11 +79,11 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",
     "leaderboard",
     "evaluator",
     "inspector",
@@ -97,6 +99,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into a 429 page
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -139,9 +142,20 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Login lockout (django-axes): LOGIN_FAILURE_LIMIT wrong passwords for one username from one address lock that pair
+# out for LOGIN_COOLOFF_MINUTES (HTTP 429, even with the right password); a successful login resets the count.
+# Attempts are rows in the database, so every web process sees them.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = envint("LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("LOGIN_COOLOFF_MINUTES", 30))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
+# Self-service sign-up (/accounts/signup/) is open; with True, new accounts stay inactive until staff activate them.
+SIGNUP_REQUIRES_APPROVAL = envbool("SIGNUP_REQUIRES_APPROVAL", "False")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -230,7 +244,7 @@ AUDIT_JUDGE_TIMEOUT = envint("AUDIT_JUDGE_TIMEOUT", 120)
 # --- REST API -------------------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "leaderboard.authentication.HashedTokenAuthentication",  # `Authorization: Token <key>`, stored hashed
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
@@ -244,9 +258,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
+    "DEFAULT_THROTTLE_CLASSES": [  # DRF's, counting in the shared "throttle" cache
+        "leaderboard.api.throttles.AnonRateThrottle",
+        "leaderboard.api.throttles.UserRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "anon": os.getenv("API_THROTTLE_ANON", "600/minute"),
@@ -269,7 +283,21 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# Throttle counts (API and upload form) must be shared by every web process: the "throttle" cache is a database
+# table (made by `migrate`, or `manage.py createcachetable`) unless CACHE_URL (or REDIS_URL) names a Redis server.
+# The default cache holds the leaderboard's boards, which carry their own staleness checks.
+CACHE_URL = os.getenv("CACHE_URL") or os.getenv("REDIS_URL") or ""
+if CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    THROTTLE_CACHE = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": CACHE_URL,
+        "KEY_PREFIX": "kbv",
+    }
+elif CACHE_URL:
+    raise ImproperlyConfigured("CACHE_URL must be a redis://, rediss:// or unix:// URL")
+else:
+    THROTTLE_CACHE = {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "kbv_cache"}
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}, "throttle": THROTTLE_CACHE}
 
 LOGGING = {
     "version": 1,

@@ -1,13 +1,29 @@
 from django.contrib import admin
 
 from evaluator.admin_actions import rerun_submissions
-from leaderboard.models import LLM, Kernel, Problem, Submission
+from leaderboard.models import LLM, ApiToken, Kernel, Problem, Submission
 
 
 @admin.register(LLM)
 class LLMAdmin(admin.ModelAdmin):
-    list_display = ["name", "organisation", "created_at"]
-    search_fields = ["name", "organisation"]
+    """Staff transfer an LLM by changing its owner or owner group here (or POST /api/llms/{id}/transfer/)."""
+
+    list_display = ["name", "organisation", "owner", "owner_group", "created_at"]
+    list_filter = ["owner_group"]
+    search_fields = ["name", "organisation", "owner__username"]
+    raw_id_fields = ["owner"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens are stored hashed: staff can see and revoke (delete) them, never read a key."""
+
+    list_display = ["user", "prefix", "created_at"]
+    search_fields = ["user__username", "prefix"]
+    readonly_fields = ["user", "prefix", "digest", "created_at"]
+
+    def has_add_permission(self, request) -> bool:  # keys are made by create_api_token or /account/
+        return False
 
 
 @admin.register(Problem)

@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 
 from leaderboard.models import LLM
+from leaderboard.selectors.llms import llm_list_uploadable
 from leaderboard.selectors.problem_sets import problem_set_default, problem_sets
 
 
@@ -29,8 +30,10 @@ class SubmitForm(forms.Form):
     sample = forms.IntegerField(min_value=0, required=False, initial=0)
     notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if user is not None:  # offer only the LLMs this user may upload under (the service checks again)
+            self.fields["llm"].queryset = llm_list_uploadable(user=user)
         sets = problem_sets()
         default = problem_set_default()
         if default not in sets:

@@ -13,6 +13,14 @@ class LLM(models.Model):
     name = models.CharField(max_length=200, unique=True)
     organisation = models.CharField(max_length=200, blank=True)
     notes = models.TextField(blank=True)
+    # Who may upload under this LLM (selectors/llms.py: llm_can_upload): the owner, members of the owner group,
+    # and staff. The first upload makes its uploader the owner; an LLM with neither (demo, imported) is staff-only.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="llms"
+    )
+    owner_group = models.ForeignKey(
+        "auth.Group", null=True, blank=True, on_delete=models.SET_NULL, related_name="llms"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -147,3 +155,20 @@ class Kernel(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("inspector:kernel-detail", args=[self.pk])
+
+
+class ApiToken(models.Model):
+    """A user's API token, stored as the SHA-256 of its key: the key itself is shown once, when it is made, so a
+    copy of the database hands out no working token. `prefix` (the key's first characters) only helps recognise it.
+    """
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_token")
+    prefix = models.CharField(max_length=8)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"

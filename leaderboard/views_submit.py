@@ -7,12 +7,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
-from rest_framework.authtoken.models import Token
 
+from leaderboard.api.throttles import upload_allowed
 from leaderboard.bundles import BundleError
 from leaderboard.forms import SubmitForm
 from leaderboard.models import Submission
 from leaderboard.selectors.submissions import submission_list, submission_progress, submission_results_csv
+from leaderboard.selectors.tokens import api_token_for
+from leaderboard.services.llms import LLMOwnershipError
 from leaderboard.services.submissions import UPLOAD_FIELDS, submission_create_from_upload
 from leaderboard.services.tokens import api_token_create
 
@@ -22,19 +24,31 @@ POLL_SECONDS = 2
 @login_required
 @require_http_methods(["GET", "POST"])
 def submit(request: HttpRequest) -> HttpResponse:
-    """Upload form. A rejected bundle comes back with the reason and the per-file report; nothing is stored."""
-    form = SubmitForm(request.POST or None, request.FILES or None)
+    """Upload form. A rejected bundle comes back with the reason and the per-file report; nothing is stored.
+    Uploads count against the API's "submissions" rate (429 past it)."""
+    form = SubmitForm(request.POST or None, request.FILES or None, user=request.user)
     rejection: BundleError | None = None
-    if request.method == "POST" and form.is_valid():
+    status = 200
+    if request.method == "POST" and not upload_allowed(request):
+        form.add_error(None, "Too many uploads: wait a while before the next one (the limit is shared with the API).")
+        status = 429
+    elif request.method == "POST" and form.is_valid():
         fields = {name: form.cleaned_data[name] for name in UPLOAD_FIELDS}
         try:
             submission = submission_create_from_upload(uploader=request.user, **fields)
         except BundleError as exc:
             rejection = exc
+        except LLMOwnershipError as exc:
+            form.add_error("llm" if form.cleaned_data.get("llm") else "new_llm", str(exc))
+            status = 403
         else:
-            messages.success(request, f"Bundle accepted: {submission.kernel_count} kernels queued for evaluation.")
+            if submission.duplicate:
+                messages.info(request, "These kernels were already uploaded for this LLM: this is that submission.")
+            else:
+                messages.success(request, f"Bundle accepted: {submission.kernel_count} kernels queued for evaluation.")
             return redirect(submission)
-    status = 400 if rejection or form.errors else 200
+    if status == 200 and (rejection or form.errors):
+        status = 400
     return render(request, "leaderboard/submit.html", {"form": form, "rejection": rejection}, status=status)
 
 
@@ -63,11 +77,12 @@ def submission_csv(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def account(request: HttpRequest) -> HttpResponse:
-    """Shows the user's API token; POST creates it, or replaces it when `regenerate` is set."""
-    if request.method == "POST":
-        api_token_create(user=request.user, regenerate=bool(request.POST.get("regenerate")))
-        messages.success(request, "Your API token is ready. Keep it secret.")
-        return redirect("leaderboard:account")
-    token = Token.objects.filter(user=request.user).first()
-    submissions = submission_list().filter(uploader=request.user)[:50]
-    return render(request, "leaderboard/account.html", {"token": token, "submissions": submissions})
+    """Shows which API token the user has (its prefix); POST makes a new one, replacing any earlier one. The key is in
+    that one answer only (not in a redirect, a message or the session): only its hash is stored."""
+    new_key = api_token_create(user=request.user) if request.method == "POST" else None
+    context = {
+        "token": api_token_for(user=request.user),
+        "new_key": new_key,
+        "submissions": submission_list().filter(uploader=request.user)[:50],
+    }
+    return render(request, "leaderboard/account.html", context)

@@ -8,3 +8,7 @@ import os
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
 
 from config.settings import *  # noqa: E402, F403
+
+# One process runs the tests: throttle counts may live in local memory (each test starts with them cleared).
+# tests/pipeline/test_identity.py checks the shared database cache that production uses.
+CACHES = {**CACHES, "throttle": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}}  # noqa: F405

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -15,9 +17,38 @@ from leaderboard.selectors.submissions import submission_progress
 
 
 class LLMSerializer(serializers.ModelSerializer):
+    owner = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, help_text="Who may upload under it (with the group and staff)."
+    )
+    owner_group = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
     class Meta:
         model = LLM
-        fields = ["id", "name", "organisation", "notes", "created_at"]
+        fields = ["id", "name", "organisation", "notes", "owner", "owner_group", "created_at"]
+
+
+class LLMTransferSerializer(serializers.Serializer):
+    """Input of POST /api/llms/{id}/transfer/ (staff): the new owner and/or group; blank or omitted: none."""
+
+    owner = serializers.CharField(required=False, allow_blank=True, default="", help_text="A username.")
+    owner_group = serializers.CharField(required=False, allow_blank=True, default="", help_text="A group name.")
+
+    def validate_owner(self, value: str) -> Any:
+        if not value:
+            return None
+        User = get_user_model()
+        user = User.objects.filter(**{User.USERNAME_FIELD: value}).first()
+        if user is None:
+            raise serializers.ValidationError(f"No user {value!r}.")
+        return user
+
+    def validate_owner_group(self, value: str) -> Any:
+        if not value:
+            return None
+        group = Group.objects.filter(name=value).first()
+        if group is None:
+            raise serializers.ValidationError(f"No group {value!r}.")
+        return group
 
 
 class ProblemSerializer(serializers.ModelSerializer):
@@ -112,6 +143,10 @@ class SubmissionCreatedSerializer(serializers.Serializer):
     status = serializers.CharField()
     kernel_count = serializers.IntegerField()
     report = BundleReportItemSerializer(many=True)
+    duplicate = serializers.BooleanField(
+        help_text="True (HTTP 200): these kernels were already uploaded for this LLM, problem set and hardware; "
+        "this is the earlier submission and nothing new was stored."
+    )
 
 
 class BundleRejectedSerializer(serializers.Serializer):

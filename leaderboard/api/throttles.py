@@ -1,15 +1,39 @@
-"""Throttle for uploads (scope "submissions"), applied to POST /api/submissions/ only."""
+"""Throttles. Every count lives in the shared "throttle" cache (settings CACHES: a database table or Redis), so a
+limit holds across web processes. Uploads (scope "submissions") count API and web-form uploads together."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.core.cache import BaseCache, caches
+from rest_framework import throttling
 from rest_framework.settings import api_settings
-from rest_framework.throttling import UserRateThrottle
 
 
-class SubmissionRateThrottle(UserRateThrottle):
+class SharedCacheMixin:
+    @property
+    def cache(self) -> BaseCache:  # looked up on use, so a settings override in tests applies
+        return caches["throttle"]
+
+
+class AnonRateThrottle(SharedCacheMixin, throttling.AnonRateThrottle):
+    pass
+
+
+class UserRateThrottle(SharedCacheMixin, throttling.UserRateThrottle):
+    pass
+
+
+class SubmissionRateThrottle(SharedCacheMixin, throttling.UserRateThrottle):
     """Per user (or per IP when anonymous). Reads the rate on every request, so settings overrides apply."""
 
     scope = "submissions"
 
     def get_rate(self) -> str | None:
         return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+
+
+def upload_allowed(request: Any) -> bool:
+    """For the web upload form: records one upload attempt and says whether it is within the "submissions" rate,
+    the same count the API's uploads use (a Django request has what the throttle reads: user and META)."""
+    return SubmissionRateThrottle().allow_request(request, None)

@@ -21,15 +21,29 @@ from leaderboard.api.throttles import SubmissionRateThrottle
 from leaderboard.bundles import BundleError
 from leaderboard.models import LLM, Kernel, Problem, Submission
 from leaderboard.selectors.submissions import submission_list, submission_results_csv
+from leaderboard.services.llms import LLMOwnershipError, llm_transfer
 from leaderboard.services.submissions import UPLOAD_FIELDS, submission_create_from_upload
 
 
 class LLMViewSet(viewsets.ReadOnlyModelViewSet):
-    """LLMs whose kernels are evaluated."""
+    """LLMs whose kernels are evaluated, with their owners (who may upload under them)."""
 
-    queryset = LLM.objects.all()
+    queryset = LLM.objects.select_related("owner", "owner_group")
     serializer_class = serializers.LLMSerializer
     filterset_class = filters.LLMFilter
+
+    @extend_schema(
+        summary="Transfer an LLM to another owner and/or group (staff)",
+        request=serializers.LLMTransferSerializer,
+        responses={200: serializers.LLMSerializer},
+    )
+    @action(detail=True, methods=["post"], permission_classes=[IsAdminUser])
+    def transfer(self, request: Request, pk: str | None = None) -> Response:
+        llm = self.get_object()
+        form = serializers.LLMTransferSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        llm = llm_transfer(llm=llm, **form.validated_data)
+        return Response(serializers.LLMSerializer(llm, context={"request": request}).data)
 
 
 class ProblemViewSet(viewsets.ReadOnlyModelViewSet):
@@ -83,6 +97,8 @@ class SubmissionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         request={"multipart/form-data": serializers.SubmissionCreateSerializer},
         responses={
             202: serializers.SubmissionCreatedSerializer,
+            200: OpenApiResponse(serializers.SubmissionCreatedSerializer, description="Duplicate: the earlier one"),
+            403: OpenApiResponse(description="The LLM belongs to someone else"),
             400: OpenApiResponse(serializers.BundleRejectedSerializer, description="Rejected; nothing stored"),
         },
     )
@@ -97,9 +113,14 @@ class SubmissionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
             submission = submission_create_from_upload(uploader=request.user, **fields)
         except BundleError as exc:
             return Response({"detail": exc.message, "report": exc.report}, status=status.HTTP_400_BAD_REQUEST)
+        except LLMOwnershipError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
         out = serializers.SubmissionSerializer(submission, context={"request": request}).data
         body = {key: out[key] for key in ("id", "url", "page_url", "status", "kernel_count")}
         body["report"] = submission.report
+        body["duplicate"] = submission.duplicate
+        if submission.duplicate:
+            return Response(body, status=status.HTTP_200_OK, headers={"Location": out["url"]})
         if getattr(submission, "evaluation_pending", False):
             body["note"] = "Stored; the evaluation queue is unreachable, so evaluation will start when it is back."
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": out["url"]})

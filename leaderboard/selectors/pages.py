@@ -68,7 +68,7 @@ class LLMPage:
 
 def llm_page(*, pk: int, hardware: str, level: int | None = None, page: int | str = 1) -> LLMPage:
     """An LLM, its submissions and one page of its kernels' current evaluations on one hardware kind."""
-    llm = get_object_or_404(LLM, pk=pk)
+    llm = get_object_or_404(LLM.objects.select_related("owner", "owner_group"), pk=pk)
     submissions = list(Submission.objects.filter(llm=llm).order_by("-created_at"))
     evaluations = (
         evaluations_with_verdicts()

@@ -14,9 +14,10 @@ from django.db.models import Q
 from evaluator.models import Evaluation
 from evaluator.services.evaluations import HARDWARE_RE, evaluations_enqueue, kernels_audit_enqueue
 from leaderboard.bundles import BundleError, ParsedBundle, parse_bundle, read_upload
-from leaderboard.models import Kernel, Problem, Submission
+from leaderboard.models import LLM, Kernel, Problem, Submission
+from leaderboard.selectors.llms import llm_can_upload
 from leaderboard.selectors.problem_sets import problem_set_default, unknown_problem_set_message
-from leaderboard.services.llms import llm_get_or_create
+from leaderboard.services.llms import LLMOwnershipError, llm_get_or_create, llm_normalise_name
 
 # The cleaned fields the web form and the API serializer both hand to submission_create_from_upload.
 UPLOAD_FIELDS = (
@@ -63,8 +64,14 @@ def submission_create(
     problem_id: int | None = None,
     sample: int = 0,
     notes: str = "",
+    allow_duplicate: bool = False,
 ) -> Submission:
     """Parse a bundle and store it as one Submission with its Kernels and one queued Evaluation per kernel.
+
+    `uploader` None is the project itself (load_demo, imports): no ownership check. A user may upload only under an
+    LLM they may upload to (selectors.llms.llm_can_upload; a new LLM becomes theirs), else LLMOwnershipError. The
+    same kernels (same bundle hash, same problems and samples) already uploaded for this LLM, problem set and
+    hardware are not stored twice: the earlier submission comes back with `duplicate` set (unless allow_duplicate).
 
     Everything is written in one transaction, and the `evaluator.evaluate_kernel` messages (queue
     `eval-<hardware>`) are sent only after it commits. Raises BundleError (with the per-file report) when nothing
@@ -78,6 +85,9 @@ def submission_create(
         raise BundleError("Invalid problem set label.")
     if not Problem.objects.filter(problem_set=problem_set).exists():
         raise BundleError(unknown_problem_set_message(problem_set))
+    acting = uploader is not None
+    if acting:  # refuse early, before parsing; checked again below on the locked row
+        _check_may_upload(uploader=uploader, llm_name=llm_name)
 
     bundle = parse_bundle(filename=filename, data=data, level=level, problem_id=problem_id, sample=sample)
     problems = _resolve_problems(bundle, problem_set)
@@ -86,9 +96,24 @@ def submission_create(
 
     with transaction.atomic():
         try:
-            llm = llm_get_or_create(name=llm_name, organisation=organisation)
+            llm = llm_get_or_create(
+                name=llm_name,
+                organisation=organisation,
+                owner=uploader if acting and uploader.is_authenticated else None,
+            )
         except ValueError as exc:
             raise BundleError(str(exc), bundle.report_dicts()) from exc
+        # One upload at a time per LLM, so two identical uploads cannot both pass the duplicate check.
+        llm = LLM.objects.select_for_update().get(pk=llm.pk)
+        if acting and not llm_can_upload(llm=llm, user=uploader):
+            raise LLMOwnershipError(_not_yours(llm))
+        if not allow_duplicate:
+            earlier = _duplicate_of(
+                llm=llm, problem_set=problem_set, hardware=hardware, bundle=bundle, problems=problems
+            )
+            if earlier is not None:
+                earlier.duplicate = True
+                return earlier
         submission = Submission.objects.create(
             llm=llm,
             uploader=uploader if uploader is not None and uploader.is_authenticated else None,
@@ -126,7 +151,45 @@ def submission_create(
         kernels_audit_enqueue(kernel_ids=[kernel.pk for kernel in kernels])
     # The broker was unreachable: everything is stored and the reaper sends the messages once it is back.
     submission.evaluation_pending = bool(outbox.unsent)
+    submission.duplicate = False
     return submission
+
+
+def _not_yours(llm: LLM) -> str:
+    if llm.owner_id is None and llm.owner_group_id is None:
+        return f"The LLM {llm.name!r} has no owner: only staff may upload under it (ask them to transfer it to you)."
+    owner = llm.owner.get_username() if llm.owner else f"the group {llm.owner_group.name}"
+    return f"The LLM {llm.name!r} belongs to {owner}: pick another name, or ask staff to transfer it."
+
+
+def _check_may_upload(*, uploader: AbstractBaseUser | AnonymousUser, llm_name: str) -> None:
+    try:
+        name = llm_normalise_name(llm_name)
+    except ValueError:
+        return  # reported with the bundle's report below
+    llm = LLM.objects.filter(name__iexact=name).first()
+    if (llm is None and not uploader.is_authenticated) or (
+        llm is not None and not llm_can_upload(llm=llm, user=uploader)
+    ):
+        raise LLMOwnershipError(_not_yours(llm) if llm else "Log in to upload.")
+
+
+def _duplicate_of(
+    *, llm: LLM, problem_set: str, hardware: str, bundle: ParsedBundle, problems: dict[tuple[int, int], Problem]
+) -> Submission | None:
+    """An earlier submission of exactly these kernels (same bundle bytes, and the same problems and samples: one .py
+    file may be uploaded for several problems) for this LLM, problem set and hardware."""
+    wanted = {
+        (problems[(e.level, e.problem_id)].pk, e.sample, hashlib.sha256(e.source.encode()).hexdigest())
+        for e in bundle.entries
+    }
+    candidates = Submission.objects.filter(
+        llm=llm, problem_set=problem_set, hardware=hardware, bundle_sha256=bundle.sha256, kernel_count=len(wanted)
+    ).order_by("created_at")
+    for candidate in candidates:
+        if set(candidate.kernels.values_list("problem_id", "sample", "sha256")) == wanted:
+            return candidate
+    return None
 
 
 def _claims(bundle: ParsedBundle) -> dict[str, Any] | None:

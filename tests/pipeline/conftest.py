@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.pipeline.helpers import DEMO_DIR, DEMO_SET
@@ -38,7 +37,9 @@ def staff(django_user_model: Any) -> Any:
 def api(user: Any) -> APIClient:
     """An API client authenticated by token, as the CLI client is."""
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    from leaderboard.services.tokens import api_token_create
+
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)}")
     return client
 
 
@@ -49,9 +50,10 @@ def anon() -> APIClient:
 
 @pytest.fixture(autouse=True)
 def _fresh_throttle_cache() -> None:
-    from django.core.cache import cache
+    from django.core.cache import cache, caches
 
     cache.clear()
+    caches["throttle"].clear()  # local memory in tests (tests/settings.py)
 
 
 @dataclass

@@ -23,11 +23,11 @@ SCRUBBED = ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "SQLITE_PATH", "VA
 
 SETUP = """
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
+from leaderboard.services.tokens import api_token_create
 from leaderboard.services.problems import problems_import_path
 problems_import_path(path=__import__("pathlib").Path({demo!r}) / "problems", problem_set="demo", demo=True)
 user = get_user_model().objects.create_user(username="lab", password="lab-pw-123456")
-print("TOKEN=" + Token.objects.create(user=user).key)
+print("TOKEN=" + api_token_create(user=user))
 """
 
 

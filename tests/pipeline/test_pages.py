@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from rest_framework.authtoken.models import Token
 
 from evaluator.models import Evaluation
 from evaluator.tasks.evaluation import evaluate_kernel
 from leaderboard.models import LLM, Submission
+from leaderboard.selectors.tokens import api_token_user
 from leaderboard.services.llms import llm_get_or_create
 from tests.pipeline.helpers import DEMO_SET, demo_kernel, kernel_name, make_zip, record
 
@@ -41,7 +41,7 @@ def test_submit_with_a_new_llm_lands_on_the_submission_page(demo_problems, clien
 
 
 def test_submit_with_an_existing_llm(demo_problems, client, user):
-    llm = llm_get_or_create(name="Existing")
+    llm = llm_get_or_create(name="Existing", owner=user)
     client.force_login(user)
     post_bundle(client, demo_kernel(1, 2).encode(), name="k.py", llm=llm.pk, level=1, problem_id=2)
     assert Submission.objects.get().llm == llm and LLM.objects.count() == 1
@@ -49,7 +49,7 @@ def test_submit_with_an_existing_llm(demo_problems, client, user):
 
 def test_llm_choice_is_required_and_exclusive(demo_problems, client, user):
     client.force_login(user)
-    llm = llm_get_or_create(name="Existing")
+    llm = llm_get_or_create(name="Existing", owner=user)
     data = make_zip({kernel_name(1, 1): demo_kernel(1, 1)})
     assert "Pick an existing LLM or name a new one." in post_bundle(client, data).content.decode()
     assert "not both" in post_bundle(client, data, llm=llm.pk, new_llm="x").content.decode()
@@ -93,11 +93,13 @@ def test_account_shows_and_creates_a_token(client, user):
     assert client.get("/account/").status_code == 302
     client.force_login(user)
     assert "You have no API token yet" in client.get("/account/").content.decode()
-    assert client.post("/account/").status_code == 302
-    token = Token.objects.get(user=user)
-    assert token.key in client.get("/account/").content.decode()
-    client.post("/account/", {"regenerate": "1"})
-    assert Token.objects.get(user=user).key != token.key
+    shown = client.post("/account/")  # the key is shown once, in this answer; only its hash is stored
+    key = shown.context["new_key"]
+    assert shown.status_code == 200 and key in shown.content.decode()
+    assert key not in client.get("/account/").content.decode() and key[:8] in client.get("/account/").content.decode()
+    assert api_token_user(key=key) == user
+    again = client.post("/account/", {"regenerate": "1"}).context["new_key"]
+    assert again != key and api_token_user(key=key) is None and api_token_user(key=again) == user
 
 
 def test_admin_actions_rerun_evaluations_and_submissions(demo_problems, client, staff, sent):

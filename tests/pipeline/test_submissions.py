@@ -141,8 +141,10 @@ def test_llm_is_reused_case_insensitively_and_blanks_filled(db) -> None:
     assert llm_get_or_create(name="gpt x", organisation="Other").organisation == "Lab"
 
 
-def test_same_bundle_twice_is_two_submissions(demo_problems, sent) -> None:
+def test_same_bundle_twice_is_one_submission_unless_asked(demo_problems, sent) -> None:
     data = make_zip({kernel_name(1, 1): demo_kernel(1, 1)})
     a, b = create(data), create(data)
-    assert a.pk != b.pk and a.bundle_sha256 == b.bundle_sha256
+    assert a.pk == b.pk and (a.duplicate, b.duplicate) == (False, True)
+    c = create(data, allow_duplicate=True)  # load_demo --force
+    assert c.pk != a.pk and c.bundle_sha256 == a.bundle_sha256
     assert Kernel.objects.count() == 2 and Evaluation.objects.filter(is_current=True).count() == 2

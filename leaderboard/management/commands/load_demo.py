@@ -53,6 +53,7 @@ class Command(BaseCommand):
             problem_set=DEMO_SET,
             hardware=hardware,
             notes="The project's own demo kernels: correct ones and the paper's classic hacks.",
+            allow_duplicate=force,
         )
         self.stdout.write(
             self.style.SUCCESS(f"submitted {submission.kernel_count} demo kernels as submission {submission.pk}")

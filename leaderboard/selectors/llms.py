@@ -1,0 +1,32 @@
+"""Reads about LLMs: who may upload under one."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Q, QuerySet
+
+from leaderboard.models import LLM
+
+
+def llm_can_upload(*, llm: LLM, user: AbstractBaseUser | AnonymousUser) -> bool:
+    """Staff may upload under any LLM; others under the LLMs they own or whose owner group they belong to.
+
+    An LLM with no owner and no group (the demo, imported ones, or one whose owner was deleted) is staff-only:
+    letting the first claimant take it would let anyone take over a known name and its scores.
+    """
+    if not user.is_authenticated or not user.is_active:
+        return False
+    if user.is_staff:
+        return True
+    if llm.owner_id is not None and llm.owner_id == user.pk:
+        return True
+    return llm.owner_group_id is not None and user.groups.filter(pk=llm.owner_group_id).exists()
+
+
+def llm_list_uploadable(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[LLM]:
+    """The LLMs `user` may upload under (llm_can_upload as a query)."""
+    if not user.is_authenticated or not user.is_active:
+        return LLM.objects.none()
+    if user.is_staff:
+        return LLM.objects.all()
+    return LLM.objects.filter(Q(owner=user) | Q(owner_group__in=user.groups.all())).distinct()

@@ -1,0 +1,19 @@
+"""Reads about API tokens: who a presented key belongs to."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from leaderboard.models import ApiToken
+from leaderboard.services.tokens import token_digest
+
+
+def api_token_user(*, key: str) -> AbstractBaseUser | None:
+    """The user whose token has this key, or None. Looks the key up by its digest: nothing stored is a key."""
+    token = ApiToken.objects.select_related("user").filter(digest=token_digest(key)).first()
+    return token.user if token else None
+
+
+def api_token_for(*, user: AbstractBaseUser) -> ApiToken | None:
+    """The user's token (prefix and creation date only: the key is not stored)."""
+    return ApiToken.objects.filter(user=user).first()

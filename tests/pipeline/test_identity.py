@@ -1,0 +1,200 @@
+"""Identity and abuse (issue 15): LLM owners, duplicate uploads, tokens hashed at rest, shared throttles, login
+lockout."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django.db import connection
+from rest_framework.test import APIClient
+
+from evaluator.models import Evaluation
+from leaderboard.models import LLM, Submission
+from leaderboard.services.llms import llm_get_or_create
+from leaderboard.services.tokens import api_token_create
+from tests.pipeline.helpers import DEMO_SET, demo_kernel, kernel_name, make_zip
+
+pytestmark = pytest.mark.django_db
+
+
+def upload(client: APIClient, data: bytes, name: str = "run.zip", **fields):
+    payload = {"bundle": SimpleUploadedFile(name, data), "llm": "model-a", "problem_set": DEMO_SET, **fields}
+    return client.post("/api/submissions/", payload, format="multipart")
+
+
+def post_bundle(client, data: bytes, name: str = "run.zip", **fields):
+    payload = {"bundle": SimpleUploadedFile(name, data), "problem_set": DEMO_SET, "hardware": "cpu", **fields}
+    return client.post("/submit/", payload)
+
+
+def zip_of(*kernels: tuple[int, int, int]) -> bytes:
+    return make_zip({kernel_name(*k): demo_kernel(*k) for k in kernels})
+
+
+def token_client(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)}")
+    return client
+
+
+@pytest.fixture
+def bob(django_user_model):
+    return django_user_model.objects.create_user(username="bob", password="pw-bob-123")
+
+
+# --- LLM owners --------------------------------------------------------------------------------------------------
+
+
+def test_first_upload_makes_the_uploader_owner_and_others_get_403(demo_problems, api, user, bob, sent):
+    assert upload(api, zip_of((1, 1, 0))).status_code == 202
+    llm = LLM.objects.get(name="model-a")
+    assert llm.owner == user
+    response = upload(token_client(bob), zip_of((1, 2, 0)))
+    assert response.status_code == 403 and "model-a" in response.json()["detail"]
+    assert Submission.objects.count() == 1  # bob changed nothing
+    body = APIClient().get(f"/api/llms/{llm.pk}/").json()
+    assert body["owner"] == "alice"
+
+
+def test_group_members_may_upload_and_ownerless_llms_are_staff_only(demo_problems, api, user, bob, staff, sent):
+    from django.contrib.auth.models import Group
+
+    ownerless = llm_get_or_create(name="Imported")  # demo and imported LLMs have no owner
+    assert upload(api, zip_of((1, 1, 0)), llm="Imported").status_code == 403
+    assert upload(token_client(staff), zip_of((1, 1, 0)), llm="Imported").status_code == 202
+    lab = Group.objects.create(name="lab")
+    bob.groups.add(lab)
+    ownerless.owner_group = lab
+    ownerless.save()
+    assert upload(token_client(bob), zip_of((1, 2, 0)), llm="Imported").status_code == 202
+    assert upload(api, zip_of((1, 3, 0)), llm="Imported").status_code == 403
+
+
+def test_staff_transfer_ownership_through_the_api(demo_problems, api, user, bob, staff, sent):
+    upload(api, zip_of((1, 1, 0)))
+    llm = LLM.objects.get(name="model-a")
+    url = f"/api/llms/{llm.pk}/transfer/"
+    assert api.post(url, {"owner": "bob"}, format="json").status_code == 403  # the owner is not staff
+    response = token_client(staff).post(url, {"owner": "bob"}, format="json")
+    assert response.status_code == 200 and response.json()["owner"] == "bob"
+    assert upload(token_client(bob), zip_of((1, 2, 0))).status_code == 202
+    assert upload(api, zip_of((1, 3, 0))).status_code == 403
+    assert token_client(staff).post(url, {"owner": "nobody-here"}, format="json").status_code == 400
+
+
+def test_web_form_refuses_another_owners_llm_with_a_clear_error(demo_problems, client, user, bob, sent):
+    llm_get_or_create(name="Theirs", owner=bob)
+    client.force_login(user)
+    response = post_bundle(client, zip_of((1, 1, 0)), new_llm="theirs")
+    assert response.status_code == 403
+    assert "belongs to bob" in response.content.decode()
+    assert not Submission.objects.exists()
+    # The form only offers LLMs the user may upload to.
+    assert "Theirs" not in client.get("/submit/").content.decode()
+
+
+def test_llm_page_shows_the_owner(demo_problems, client, user):
+    llm = llm_get_or_create(name="Owned", owner=user)
+    html = client.get(f"/llms/{llm.pk}/").content.decode()
+    assert "Owner" in html and "alice" in html
+
+
+# --- Duplicate uploads -------------------------------------------------------------------------------------------
+
+
+def test_identical_bundle_returns_the_existing_submission_over_the_api(demo_problems, api, sent):
+    data = zip_of((1, 1, 0), (1, 2, 0))
+    first = upload(api, data)
+    again = upload(api, data)
+    assert first.status_code == 202 and first.json()["duplicate"] is False
+    assert again.status_code == 200 and again.json()["duplicate"] is True
+    assert again.json()["id"] == first.json()["id"]
+    assert Submission.objects.count() == 1 and Evaluation.objects.count() == 2
+    # Another hardware, or another problem for the same single-kernel file, is a new submission.
+    assert upload(api, data, hardware="h200").status_code == 202
+    single = demo_kernel(1, 2).encode()
+    assert upload(api, single, name="k.py", level=1, problem_id=2).status_code == 202
+    assert upload(api, single, name="k.py", level=1, problem_id=3).status_code == 202
+    assert upload(api, single, name="k.py", level=1, problem_id=3).status_code == 200
+
+
+def test_identical_bundle_on_the_web_redirects_to_the_existing_submission(demo_problems, client, user, sent):
+    client.force_login(user)
+    data = zip_of((1, 1, 0))
+    first = post_bundle(client, data, new_llm="Mine")
+    again = post_bundle(client, data, new_llm="Mine")
+    assert again.status_code == 302 and again["Location"] == first["Location"]
+    assert "already uploaded" in client.get(again["Location"]).content.decode()
+    assert Submission.objects.count() == 1
+
+
+# --- Tokens hashed at rest ---------------------------------------------------------------------------------------
+
+
+def test_tokens_are_stored_as_a_hash_and_still_work(demo_problems, user, sent):
+    from leaderboard.models import ApiToken
+
+    key = api_token_create(user=user)
+    stored = ApiToken.objects.get(user=user)
+    assert stored.digest == hashlib.sha256(key.encode()).hexdigest() and key[:8] == stored.prefix
+    dump = "".join(str(row) for row in ApiToken.objects.values_list())
+    assert key not in dump  # a database leak does not hand out the key
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    assert upload(client, zip_of((1, 1, 0))).status_code == 202
+    client.credentials(HTTP_AUTHORIZATION=f"Token {stored.digest}")  # the stored value is not a key
+    assert upload(client, zip_of((1, 2, 0))).status_code == 401
+    user.is_active = False
+    user.save()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    assert upload(client, zip_of((1, 2, 0))).status_code == 401
+
+
+def test_token_command_prints_a_working_key_once(user, capsys):
+    call_command("create_api_token", "alice")
+    key = capsys.readouterr().out.strip().split()[-1]
+    assert APIClient(HTTP_AUTHORIZATION=f"Token {key}").get("/api/submissions/").status_code == 200
+    from leaderboard.selectors.tokens import api_token_user
+
+    assert api_token_user(key=key) == user
+
+
+# --- Throttles and login lockout ---------------------------------------------------------------------------------
+
+
+def test_web_uploads_are_throttled_with_the_api_in_a_shared_cache(demo_problems, client, api, user, settings, sent):
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {
+        **settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "submissions": "3/hour"}}  # fmt: skip
+    settings.CACHES = {
+        **settings.CACHES,
+        "throttle": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "kbv_cache"},
+    }
+    call_command("createcachetable")
+    client.force_login(user)
+    codes = [post_bundle(client, zip_of((1, k, 0)), new_llm="Mine").status_code for k in (1, 2)]
+    codes.append(upload(api, zip_of((1, 3, 0)), llm="Mine").status_code)  # the API counts with the web form
+    refused = post_bundle(client, zip_of((2, 1, 0)), new_llm="Mine")
+    assert codes == [302, 302, 202] and refused.status_code == 429
+    assert "Too many uploads" in refused.content.decode()
+    assert Submission.objects.count() == 3
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM kbv_cache")
+        assert cursor.fetchone()[0] >= 1  # the counts live in the database, shared by every process
+
+
+def test_login_locks_out_after_repeated_failures(client, user, settings):
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        client.post("/accounts/login/", {"username": "alice", "password": "wrong"})
+    response = client.post("/accounts/login/", {"username": "alice", "password": "pw-alice-123"})
+    assert response.status_code == 429
+    assert "_auth_user_id" not in client.session
+    other = client.post("/accounts/login/", {"username": "root", "password": "wrong"}, REMOTE_ADDR="10.0.0.9")
+    assert other.status_code == 200  # another username from another address is not locked out
+
+
+def test_successful_login_still_works(client, user):
+    response = client.post("/accounts/login/", {"username": "alice", "password": "pw-alice-123"})
+    assert response.status_code == 302 and client.session["_auth_user_id"] == str(user.pk)
