@@ -33,12 +33,60 @@ def progress_line(sub: dict[str, Any], width: int = 30) -> str:
     return f"{line} ({sub.get('status')})"
 
 
-def summary(sub: dict[str, Any]) -> str:
+RESULT_LABELS = {
+    "compile_error": "compile error",
+    "runtime_error": "runtime error",
+    "timeout": "timeout",
+    "rejected": "rejected",
+}
+
+
+def verdict(k: dict[str, Any], failed: list[str] | None = None) -> str:
+    """One kernel's verdict as the site gives it: `correct 1.23x`, `incorrect: D4 failed`, `compile error`, ...
+
+    `failed` names the distributions or checks that failed (from the evaluation's detail); the speedup of a kernel
+    that failed the gate is not shown, since it does not count."""
+    if k["status"] == "failed":
+        return f"failed (infrastructure, no verdict){': ' + k['error'][:120] if k.get('error') else ''}"
+    if k["status"] != "done":
+        return k["status"]
+    if k.get("result_status") and k["result_status"] != "ok":
+        label = RESULT_LABELS.get(k["result_status"], k["result_status"])
+        return f"{label}: {k['error'][:120]}" if k.get("error") else label
+    if k.get("correct"):
+        return f"correct {k['speedup']:.2f}x" if k.get("speedup") else "correct"
+    return f"incorrect: {', '.join(failed)} failed" if failed else "incorrect"
+
+
+def failed_parts(evaluation: dict[str, Any]) -> list[str]:
+    """The failed distributions (D1-D4) of an evaluation's detail, else its failed checks."""
+    names = [d["name"] for d in evaluation.get("distributions") or [] if d.get("passed") is False]
+    if names:
+        return names
+    checks = (evaluation.get("result") or {}).get("checks") or []
+    return [c["name"] for c in checks if isinstance(c, dict) and c.get("passed") is False]
+
+
+def explain_incorrect(sub: dict[str, Any], base_url: str, token: str | None) -> dict[int, list[str]]:
+    """Evaluation id -> what failed, for the kernels that finished but failed the gate (one request each)."""
+    out: dict[int, list[str]] = {}
+    for k in (sub.get("progress") or {}).get("kernels", []):
+        if k["status"] == "done" and k.get("result_status") == "ok" and not k.get("correct"):
+            try:
+                detail = get_json(f"{base_url.rstrip('/')}/api/evaluations/{k['evaluation_id']}/", token=token)
+            except ApiError:
+                continue
+            out[k["evaluation_id"]] = failed_parts(detail)
+    return out
+
+
+def summary(sub: dict[str, Any], failed: dict[int, list[str]] | None = None) -> str:
+    failed = failed or {}
     lines = [f"submission {sub['id']}: {sub['status']}, {sub['correct_count']}/{sub['kernel_count']} correct"]
     for k in (sub.get("progress") or {}).get("kernels", []):
-        verdict = "correct" if k["correct"] else (k["result_status"] or k["status"])
-        speed = f" {k['speedup']:.2f}x" if k.get("speedup") else ""
-        lines.append(f"  L{k['level']}/{k['problem_id']} sample {k['sample']}: {verdict}{speed}")
+        lines.append(
+            f"  L{k['level']}/{k['problem_id']} sample {k['sample']}: {verdict(k, failed.get(k['evaluation_id']))}"
+        )
     if sub.get("page_url"):
         lines.append(f"page: {sub['page_url']}")
     return "\n".join(lines)
@@ -91,13 +139,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if not args.wait:
         return 0
     final = wait(created["url"], args.token, interval=args.interval, timeout=args.timeout, out=sys.stderr)
-    print(json.dumps(final) if args.json else summary(final))
+    print(json.dumps(final) if args.json else summary(final, explain_incorrect(final, args.url, args.token)))
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     sub = get_json(f"{args.url.rstrip('/')}/api/submissions/{args.id}/", token=args.token)
-    print(json.dumps(sub) if args.json else summary(sub))
+    print(json.dumps(sub) if args.json else summary(sub, explain_incorrect(sub, args.url, args.token)))
     return 0
 
 

@@ -156,6 +156,8 @@ LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
 # Self-service sign-up (/accounts/signup/) is open; with True, new accounts stay inactive until staff activate them.
 SIGNUP_REQUIRES_APPROVAL = envbool("SIGNUP_REQUIRES_APPROVAL", "False")
+# Self-service sign-up (/accounts/signup/) is open; with True, new accounts stay inactive until staff activate them.
+SIGNUP_REQUIRES_APPROVAL = envbool("SIGNUP_REQUIRES_APPROVAL", "False")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

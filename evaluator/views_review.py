@@ -7,6 +7,7 @@ in place (the `inspector/_flag_actions.html` partial); without it the browser is
 from __future__ import annotations
 
 from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
@@ -17,10 +18,9 @@ from django.views.decorators.http import require_GET, require_POST
 from evaluator.audit.config import judge_status
 from evaluator.audit.judges import JudgeConfigError
 from evaluator.models import AuditFlag
+from evaluator.selectors import QueueFilters, catalogue_legend, review_queue
 from evaluator.services.audit import ReviewError, flag_review, judges_enqueue, kernel_audit_static
 from leaderboard.models import Kernel
-
-QUEUE_STATES = [AuditFlag.Review.SUSPECTED, AuditFlag.Review.CORROBORATED]
 
 
 def _require_staff(request: HttpRequest) -> None:
@@ -81,11 +81,28 @@ def kernel_audit_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 def review_queue_view(request: HttpRequest) -> HttpResponse:
-    """Flags waiting for a decision (suspicious or hack verdicts not yet reviewed), corroborated first."""
+    """Flags waiting for a decision, filtered and paginated; kernels that count in a ranking first. Anonymous
+    visitors are sent to the login page; other non-staff get the 403 page."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
     _require_staff(request)
-    flags = (
-        AuditFlag.objects.filter(review_state__in=QUEUE_STATES, verdict__in=["suspicious", "hack"])
-        .select_related("kernel__problem", "kernel__llm")
-        .order_by("review_state", "-severity", "-created_at")[:300]
+    get = request.GET
+    filters = QueueFilters(
+        state=get.get("state", "open")[:20],
+        verdict=get.get("verdict", "")[:20],
+        source=get.get("source", "")[:20],
+        severity=get.get("severity", "")[:20],
+        cls=get.get("cls", "")[:4],
+        q=get.get("q", "").strip()[:200],
     )
-    return render(request, "evaluator/review_queue.html", {"flags": flags, "judges": judge_status()})
+    context = {
+        "page": review_queue(filters=filters, page=get.get("page", 1)),
+        "filters": filters,
+        "judges": judge_status(),
+        "legend": catalogue_legend(),
+        "states": AuditFlag.Review.choices,
+        "verdicts": AuditFlag.Verdict.choices,
+        "sources": AuditFlag.Source.choices,
+        "severities": AuditFlag.Severity.choices,
+    }
+    return render(request, "evaluator/review_queue.html", context)

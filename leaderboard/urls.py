@@ -1,11 +1,14 @@
 from django.urls import path  # noqa: F401
 
-from leaderboard import views, views_submit
+from leaderboard import views, views_accounts, views_browse, views_submit
 
 app_name = "leaderboard"
 urlpatterns: list = [
     path("", views.index, name="index"),
+    path("problems/", views_browse.problem_list, name="problem-list"),
     path("problems/<int:pk>/", views.problem_detail, name="problem-detail"),
+    path("llms/", views_browse.llm_list, name="llm-list"),
+    path("compare/", views_browse.compare, name="compare"),
     path("llms/<int:pk>/", views.llm_detail, name="llm-detail"),
     path(f"static-plotly/plotly-{views.PLOTLY_VERSION}.min.js", views.plotly_js, name="plotly-js"),
     # --- Submitting: upload form, submission page (htmx progress), results CSV, API token (pipeline) ---
@@ -13,4 +16,5 @@ urlpatterns: list = [
     path("submissions/<int:pk>/", views_submit.submission_detail, name="submission-detail"),
     path("submissions/<int:pk>/results.csv", views_submit.submission_csv, name="submission-csv"),
     path("account/", views_submit.account, name="account"),
+    path("accounts/signup/", views_accounts.signup, name="signup"),  # beside Django's /accounts/login/
 ]

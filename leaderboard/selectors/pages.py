@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from evaluator.models import AuditFlag, Baseline, Evaluation
@@ -13,12 +13,20 @@ from leaderboard.models import LLM, Problem, Submission
 from leaderboard.selectors.ranking import with_eligibility
 
 OPEN_REVIEW_STATES = (AuditFlag.Review.SUSPECTED, AuditFlag.Review.CORROBORATED)
+# An information- or low-level rule fires on nearly every kernel (all the demo kernels): only medium and above
+# earn the "flagged" badge in lists; the inspector still lists every flag.
+BADGE_SEVERITIES = (AuditFlag.Severity.MEDIUM, AuditFlag.Severity.HIGH)
 KERNELS_PER_PAGE = 100
 
 
 def evaluations_with_verdicts() -> QuerySet[Evaluation]:
-    """Evaluations annotated with `is_confirmed_hack`, `eligible` (the one rule) and `has_open_flag`."""
-    open_flag = Exists(AuditFlag.objects.filter(kernel_id=OuterRef("kernel_id"), review_state__in=OPEN_REVIEW_STATES))
+    """Evaluations annotated with `is_confirmed_hack`, `eligible` (the one rule) and `has_open_flag` (an unreviewed
+    flag of medium severity or above)."""
+    open_flag = Exists(
+        AuditFlag.objects.filter(
+            kernel_id=OuterRef("kernel_id"), review_state__in=OPEN_REVIEW_STATES, severity__in=BADGE_SEVERITIES
+        )
+    )
     return (
         with_eligibility(Evaluation.objects.all())
         .annotate(has_open_flag=open_flag)
@@ -78,3 +86,118 @@ def llm_page(*, pk: int, hardware: str, level: int | None = None, page: int | st
     if level:
         evaluations = evaluations.filter(kernel__problem__level=level)
     return LLMPage(llm, submissions, Paginator(evaluations, KERNELS_PER_PAGE).get_page(page))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Index pages (/problems/, /llms/) and the side-by-side comparison of two LLMs (/compare/)
+# --------------------------------------------------------------------------------------------------------------
+INDEX_PER_PAGE = 50
+_CORRECT_KERNEL = Q(kernels__evaluations__is_current=True, kernels__evaluations__correct=True)
+
+
+def problem_index(
+    *, q: str = "", level: int | None = None, problem_set: str = "", status: str = "", page: int | str = 1
+) -> Page:
+    """The latest source of every problem, searchable by name and filtered by level, set and active/inactive."""
+    problems = Problem.objects.filter(is_latest=True).order_by("problem_set", "level", "problem_id")
+    if q:
+        problems = problems.filter(Q(name__icontains=q) | Q(filename__icontains=q))
+    if level:
+        problems = problems.filter(level=level)
+    if problem_set:
+        problems = problems.filter(problem_set=problem_set)
+    if status in {"active", "inactive"}:
+        problems = problems.filter(active=status == "active")
+    problems = problems.annotate(
+        kernel_count=Count("kernels", distinct=True),
+        llm_count=Count("kernels__llm", distinct=True),
+        correct_count=Count("kernels", filter=_CORRECT_KERNEL, distinct=True),
+    ).defer("source")
+    return Paginator(problems, INDEX_PER_PAGE).get_page(page)
+
+
+def problem_index_choices() -> dict[str, list]:
+    latest = Problem.objects.filter(is_latest=True).order_by()
+    return {
+        "levels": sorted(set(latest.values_list("level", flat=True))),
+        "problem_sets": sorted(set(latest.values_list("problem_set", flat=True))),
+    }
+
+
+def llm_index(*, q: str = "", organisation: str = "", page: int | str = 1) -> Page:
+    """Every LLM with its submission, kernel and correct-kernel counts; searchable by name or organisation."""
+    llms = LLM.objects.order_by("name")
+    if q:
+        llms = llms.filter(Q(name__icontains=q) | Q(organisation__icontains=q))
+    if organisation:
+        llms = llms.filter(organisation=organisation)
+    llms = llms.annotate(
+        submission_count=Count("submissions", distinct=True),
+        kernel_count=Count("kernels", distinct=True),
+        problem_count=Count("kernels__problem", distinct=True),
+        correct_count=Count("kernels", filter=_CORRECT_KERNEL, distinct=True),
+    )
+    return Paginator(llms, INDEX_PER_PAGE).get_page(page)
+
+
+def llm_organisations() -> list[str]:
+    return sorted(set(LLM.objects.exclude(organisation="").values_list("organisation", flat=True)))
+
+
+@dataclass
+class CompareRow:
+    level: int
+    problem_id: int
+    name: str
+    problem_pk: int
+    a: Evaluation | None  # each LLM's best current evaluation of the problem (ranked first), or None
+    b: Evaluation | None
+
+    @property
+    def winner(self) -> str:
+        """ "a" or "b" when only one is eligible, or both are and one is faster; "" otherwise."""
+        a_ok, b_ok = bool(self.a and self.a.eligible), bool(self.b and self.b.eligible)
+        if a_ok != b_ok:
+            return "a" if a_ok else "b"
+        if a_ok and b_ok and self.a.speedup and self.b.speedup and self.a.speedup != self.b.speedup:
+            return "a" if self.a.speedup > self.b.speedup else "b"
+        return ""
+
+
+@dataclass
+class ComparePage:
+    a: LLM | None
+    b: LLM | None
+    rows: list[CompareRow]
+    wins: dict[str, int]  # "a", "b", "tie"
+    correct: dict[str, int]  # problems with an eligible kernel, per side
+
+
+def compare_page(*, a_pk: int | None, b_pk: int | None, hardware: str, problem_set: str) -> ComparePage:
+    """Two LLMs side by side, per problem: each one's best current evaluation (eligible first, then fastest)."""
+    a = LLM.objects.filter(pk=a_pk).first() if a_pk else None
+    b = LLM.objects.filter(pk=b_pk).first() if b_pk else None
+    if not (a and b):
+        return ComparePage(a, b, [], {"a": 0, "b": 0, "tie": 0}, {"a": 0, "b": 0})
+    evaluations = evaluations_with_verdicts().filter(
+        kernel__llm__in=[a, b], is_current=True, hardware=hardware, kernel__problem__problem_set=problem_set
+    )
+    best: dict[tuple[int, int], dict[int, Evaluation]] = {}
+    names: dict[tuple[int, int], tuple[str, int]] = {}
+    for ev in _ranked(list(evaluations)):
+        problem = ev.kernel.problem
+        key = (problem.level, problem.problem_id)
+        best.setdefault(key, {}).setdefault(ev.kernel.llm_id, ev)
+        if problem.is_latest or key not in names:
+            names[key] = (problem.name, problem.pk)
+    rows = [CompareRow(lv, pid, *names[(lv, pid)], best[(lv, pid)].get(a.pk), best[(lv, pid)].get(b.pk))
+            for lv, pid in sorted(best)]  # fmt: skip
+    wins = {"a": 0, "b": 0, "tie": 0}
+    for row in rows:
+        if row.a and row.b:
+            wins[row.winner or "tie"] += 1
+    correct = {
+        "a": sum(1 for r in rows if r.a and r.a.eligible),
+        "b": sum(1 for r in rows if r.b and r.b.eligible),
+    }
+    return ComparePage(a, b, rows, wins, correct)
