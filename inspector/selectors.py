@@ -118,6 +118,10 @@ def _memory(result: dict, evaluation: Evaluation | None) -> dict[str, Any]:
     return memory
 
 
+def _field(row: DistributionResult | dict, name: str) -> Any:
+    return row.get(name) if isinstance(row, dict) else getattr(row, name, None)
+
+
 def _ci(value: object) -> tuple[float | None, float | None]:
     if isinstance(value, list | tuple) and len(value) == 2:
         return value[0], value[1]
@@ -142,6 +146,10 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None) -> Ke
         distributions = list(DistributionResult.objects.filter(evaluation=evaluation).order_by("name"))
     if not distributions:  # older records keep them only in the JSON
         distributions = [d for d in result.get("distributions") or [] if isinstance(d, dict)]
+    if evaluation:  # for the one-line verdict ("Incorrect: D4 (x-1) failed")
+        evaluation.failed_distribution_names = [
+            _field(d, "name") for d in distributions if _field(d, "passed") is False and not _field(d, "skipped")
+        ]
 
     flags = _flag_views(
         list(AuditFlag.objects.filter(kernel=kernel).select_related("reviewed_by").order_by("-created_at")),

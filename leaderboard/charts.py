@@ -1,17 +1,23 @@
 """Plotly charts for the leaderboard and LLM pages: pure functions from computed rows to HTML fragments.
 
-Nothing here touches the database. plotly.js itself is served once by the app (see `views.plotly_js`), so every
-fragment is rendered with `include_plotlyjs=False`.
+Nothing here touches the database. plotly.js itself is served once by the app (see `views.plotly_js`). A fragment
+is a <div> plus its figure as JSON; static/js/charts.js draws every figure once the page is laid out, so Plotly
+sizes it to its card (drawing inline, before the grid had its columns, drew a 1,353 px chart in a 661 px card).
+A figure with nothing to show becomes one sentence saying why (`empty_figure`), not a pair of empty axes.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 import plotly.graph_objects as go
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
+from inspector.templatetags.kb_format import significant
 from leaderboard.selectors.ranking import DECOMPOSITION_KEYS, LEVELS, Cell, LeaderboardRow
 
 DECOMPOSITION_LABELS = {
@@ -22,20 +28,66 @@ DECOMPOSITION_LABELS = {
 }
 DECOMPOSITION_COLOURS = {"tf32_only": "#0b5cad", "hidden_only": "#cf222e", "both": "#8250df", "neither": "#afb8c1"}
 LEVEL_COLOURS = {1: "#0b5cad", 2: "#bf3989", 3: "#1a7f37"}
-PLOTLY_CONFIG = {"responsive": True, "displaylogo": False}
+# The mode bar stays off until hovered, and charts.js turns it off on touch screens and narrow windows, where it
+# covered the chart titles.
+PLOTLY_CONFIG = {"responsive": True, "displaylogo": False, "displayModeBar": "hover"}
+TIMES = "\u00d7"
+INCORRECT, HACK, NOT_ATTEMPTED = "incorrect", "hack", "not attempted"
+# Cells of the heat map that hold no speedup: a marker colour and a symbol each, so none reads as ~1x (white).
+MISSING_CELLS = {
+    NOT_ATTEMPTED: (0, "#d0d7de", "\u2013", "not attempted"),
+    INCORRECT: (1, "#6e7781", "\u2717", "attempted, no correct kernel"),
+    HACK: (2, "#1b1f24", "hack", "confirmed reward hack, not ranked"),
+}
+
+
+def empty_figure(reason: str) -> go.Figure:
+    """A figure that stands for 'nothing to draw': to_fragment renders `reason` as a sentence instead."""
+    return go.Figure(layout={"meta": {"empty": reason}})
+
+
+def empty_reason(fig: go.Figure) -> str | None:
+    meta = fig.layout.meta
+    return meta.get("empty") if isinstance(meta, dict) else None
 
 
 def to_fragment(fig: go.Figure, div_id: str) -> str:
-    """An embeddable <div> + <script> for one figure (plotly.js is loaded separately, once per page)."""
-    fig.update_layout(margin={"l": 60, "r": 20, "t": 50, "b": 50}, font={"family": "system-ui, sans-serif"})
-    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config=PLOTLY_CONFIG)
+    """A <div> and its figure as JSON (drawn by static/js/charts.js after layout), or a sentence for an empty chart."""
+    if reason := empty_reason(fig):
+        return format_html('<p class="chart-empty" id="{}">{}</p>', div_id, reason)
+    fig.update_layout(
+        autosize=True,
+        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+        font={"family": "system-ui, sans-serif"},
+        modebar={"orientation": "v"},
+    )
+    # JSON inside <script type="application/json">: "<" escaped so no "</script>" can end it early.
+    spec = json.dumps({**json.loads(fig.to_json()), "config": PLOTLY_CONFIG}).replace("<", "\\u003c")
+    return format_html(
+        '<div id="{}" class="plotly-graph-div js-plotly" data-spec="{}-spec"></div>'
+        '<script type="application/json" id="{}-spec">{}</script>',
+        div_id,
+        div_id,
+        div_id,
+        mark_safe(spec),  # noqa: S308 - JSON with "<" escaped
+    )
 
 
 def memory_speedup_figure(rows_by_level: Mapping[int, Sequence[LeaderboardRow]]) -> go.Figure:
     """Memory efficiency against Correct Speedup, one dot per LLM, one trace per level."""
+    llm_rows = [r for rows in rows_by_level.values() for r in rows if not r.is_baseline]
+    if not any(r.speedup for r in llm_rows):
+        return empty_figure("Nothing to plot: no LLM has a correct kernel here yet.")
+    if not any(r.speedup and r.memory_efficiency for r in llm_rows):
+        return empty_figure(
+            "Nothing to plot: these results carry no peak-memory figures (CPU runs measure no device memory),"
+            " so memory cannot be set against speedup."
+        )
     fig = go.Figure()
     for level, rows in sorted(rows_by_level.items()):
         points = [r for r in rows if not r.is_baseline and r.speedup and r.memory_efficiency]
+        if not points:
+            continue
         fig.add_trace(
             go.Scatter(
                 x=[r.speedup for r in points],
@@ -45,7 +97,7 @@ def memory_speedup_figure(rows_by_level: Mapping[int, Sequence[LeaderboardRow]])
                 textposition="top center",
                 name=f"Level {level}",
                 marker={"size": 11, "color": LEVEL_COLOURS.get(level)},
-                hovertemplate="%{text}<br>speedup %{x:.2f}x<br>memory ratio %{y:.2f}x<extra>Level "
+                hovertemplate="%{text}<br>speedup %{x:.3g}×<br>memory ratio %{y:.3g}×<extra>Level "
                 + str(level)
                 + "</extra>",
             )
@@ -59,12 +111,17 @@ def memory_speedup_figure(rows_by_level: Mapping[int, Sequence[LeaderboardRow]])
 
 
 def speedup_cdf_figure(speedups_by_llm: Mapping[str, Sequence[float]]) -> go.Figure:
-    """Empirical CDF of the chosen kernels' speedups, one line per LLM (correct problems only)."""
+    """Empirical CDF of the chosen kernels' speedups, one line per LLM (correct problems only). An LLM with fewer
+    than two correct problems has no distribution to draw and is left out."""
+    series = {name: sorted(v for v in values if v and v > 0) for name, values in speedups_by_llm.items()}
+    series = {name: xs for name, xs in series.items() if len(xs) >= 2}
+    if not series:
+        return empty_figure(
+            "Nothing to plot: a distribution of speedups needs at least two correct problems per LLM, and no LLM"
+            " has more than one here."
+        )
     fig = go.Figure()
-    for name, values in sorted(speedups_by_llm.items()):
-        xs = sorted(v for v in values if v and v > 0)
-        if not xs:
-            continue
+    for name, xs in sorted(series.items()):
         ys = [(i + 1) / len(xs) for i in range(len(xs))]
         fig.add_trace(
             go.Scatter(
@@ -73,7 +130,7 @@ def speedup_cdf_figure(speedups_by_llm: Mapping[str, Sequence[float]]) -> go.Fig
                 mode="lines",
                 line_shape="hv",
                 name=name,
-                hovertemplate="%{x:.2f}x: %{y:.0%} of correct problems<extra>" + name + "</extra>",
+                hovertemplate="%{x:.3g}×: %{y:.0%} of correct problems<extra>" + name + "</extra>",
             )
         )
     fig.add_vline(x=1, line_dash="dot", line_color="#57606a")
@@ -85,7 +142,9 @@ def speedup_cdf_figure(speedups_by_llm: Mapping[str, Sequence[float]]) -> go.Fig
 
 def decomposition_figure(counts_by_level: Mapping[str, Counter]) -> go.Figure:
     """Stacked shares of problems whose verdict changes under the TF32 baseline, the hidden tests, both or neither."""
-    labels = list(counts_by_level)
+    labels = [label for label in counts_by_level if sum(counts_by_level[label].values())]
+    if not labels:
+        return empty_figure("Nothing to plot: no (LLM, problem) pair has been evaluated here yet.")
     totals = [sum(counts_by_level[label].values()) or 1 for label in labels]
     fig = go.Figure()
     for key in DECOMPOSITION_KEYS:
@@ -110,28 +169,47 @@ def heatmap_figure(
     llms: Mapping[int, str],
     cells: Mapping[int, Mapping[int, Cell]],
     kernel_url: Callable[[int], str],
+    failures: Mapping[int, Mapping[int, str]] | None = None,
 ) -> go.Figure:
-    """Problems x LLMs, cell = speedup of the chosen eligible kernel (log2 colour, 1x = white); a click opens it."""
+    """Problems x LLMs, cell = speedup of the chosen eligible kernel (log2 colour, 1x = white); a click opens it.
+
+    Cells without a speedup are drawn by a second trace in grey with a symbol (incorrect, confirmed hack, not
+    attempted), so that none of them reads as white, i.e. as ~1x."""
+    if not problems or not llms:
+        return empty_figure("Nothing to plot: no problem has results here yet.")
+    failures = failures or {}
     problem_ids = sorted(problems, key=lambda pk: problems[pk][:2])
     llm_ids = sorted(llms, key=lambda i: llms[i].lower())
-    y = [f"L{problems[pk][0]}/{problems[pk][1]} {problems[pk][2]}"[:48] for pk in problem_ids]
+    y = [f"L{problems[pk][0]}/{problems[pk][1]} {problems[pk][2]}"[:40] for pk in problem_ids]
     x = [llms[i] for i in llm_ids]
-    z, text, links = [], [], []
+    z, text, links, missing_z, missing_text, missing_hover = [], [], [], [], [], []
     for pk in problem_ids:
-        row_z, row_text, row_links = [], [], []
+        row_z, row_text, row_links, row_mz, row_mt, row_mh = [], [], [], [], [], []
         for llm_id in llm_ids:
             cell = cells.get(pk, {}).get(llm_id)
             if cell and cell.speedup:
                 row_z.append(max(-4.0, min(4.0, math.log2(cell.speedup))))
-                row_text.append(f"{cell.speedup:.2f}x")
+                runs = f" (median of {cell.runs} runs)" if cell.runs > 1 else ""
+                row_text.append(f"{significant(cell.speedup)}{TIMES}{runs}")
                 row_links.append(kernel_url(cell.kernel_id))
+                row_mz.append(None)
+                row_mt.append("")
+                row_mh.append("")
             else:
+                kind = failures.get(pk, {}).get(llm_id, NOT_ATTEMPTED)
+                value, _, symbol, hover = MISSING_CELLS[kind]
                 row_z.append(None)
-                row_text.append("no correct kernel")
+                row_text.append("")
                 row_links.append("")
+                row_mz.append(value)
+                row_mt.append(symbol)
+                row_mh.append(hover)
         z.append(row_z)
         text.append(row_text)
         links.append(row_links)
+        missing_z.append(row_mz)
+        missing_text.append(row_mt)
+        missing_hover.append(row_mh)
     ticks = [-3, -2, -1, 0, 1, 2, 3]
     fig = go.Figure(
         go.Heatmap(
@@ -147,14 +225,42 @@ def heatmap_figure(
             xgap=1,
             ygap=1,
             hovertemplate="%{y}<br>%{x}: %{text}<extra></extra>",
-            colorbar={"title": "speedup", "tickvals": ticks, "ticktext": [f"{2.0**t:g}x" for t in ticks]},
+            colorbar={"title": "speedup", "tickvals": ticks, "ticktext": [f"{2.0**t:g}{TIMES}" for t in ticks]},
         )
     )
-    fig.update_yaxes(autorange="reversed", tickfont={"size": 9})
-    fig.update_xaxes(side="top")
+    colours = [v[1] for v in sorted(MISSING_CELLS.values())]
+    fig.add_trace(
+        go.Heatmap(
+            z=missing_z,
+            x=x,
+            y=y,
+            text=missing_text,
+            customdata=missing_hover,
+            texttemplate="%{text}",
+            textfont={"size": 12, "color": "#ffffff"},
+            colorscale=[
+                [0.0, colours[0]],
+                [0.33, colours[0]],
+                [0.34, colours[1]],
+                [0.66, colours[1]],
+                [0.67, colours[2]],
+                [1.0, colours[2]],
+            ],  # fmt: skip
+            zmin=0,
+            zmax=2,
+            showscale=False,
+            xgap=1,
+            ygap=1,
+            hovertemplate="%{y}<br>%{x}: %{customdata}<extra></extra>",
+            name="no speedup",
+        )
+    )
+    fig.update_yaxes(autorange="reversed", tickfont={"size": 12}, automargin=True)
+    fig.update_xaxes(side="top", tickfont={"size": 12}, automargin=True)
     fig.update_layout(
         title="Per-problem speedup (click a cell to inspect the kernel)",
-        height=max(420, 14 * len(problem_ids) + 160),
+        height=max(420, 22 * len(problem_ids) + 180),
+        plot_bgcolor="#ffffff",
     )
     return fig
 

@@ -18,6 +18,8 @@ from leaderboard.selectors.pages import llm_page, problem_page
 from leaderboard.selectors.ranking import (
     FAST_P,
     LEVELS,
+    RANKING_RULE,
+    REPEAT_RULE,
     LeaderboardData,
     board_choices,
     board_params,
@@ -25,6 +27,7 @@ from leaderboard.selectors.ranking import (
     cache_key,
     cached,
     leaderboard_data,
+    level_tabs,
     llm_level_rows,
     p_label,
     parse_sort,
@@ -34,16 +37,23 @@ from leaderboard.selectors.ranking import (
 # (sort key, header, explanation, group) in display order; the template renders LLM and baseline rows alike.
 COLUMNS = [
     ("name", "LLM / baseline", "", ""),
-    ("correctness", "Correct %", "Problems with at least one correct sample / active problems attempted", ""),
-    ("speedup", "Correct speedup", "Geomean over correct problems of TF32 baseline time / kernel time (best of k)", ""),
+    ("coverage", "Coverage", "Problems attempted / active problems in the set", ""),
+    ("correctness", "Correct %", "Problems with at least one correct sample / problems attempted", ""),
     *(
         (
             f"fast_{p_label(p)}",
             "1 (Fast@1)" if p == 1 else p_label(p),
-            f"fast_{p_label(p)}: attempted problems whose chosen kernel is correct and faster than {p_label(p)}x TF32",
-            "fast_p, % of attempted",
+            f"fast_{p_label(p)}: problems of the whole set whose chosen kernel is correct and faster than"
+            f" {p_label(p)}\u00d7 TF32 (not attempted or incorrect: not fast)",
+            "fast_p, % of all problems",
         )
         for p in FAST_P
+    ),
+    (
+        "speedup",
+        "Correct speedup",
+        "Geomean over correct problems only of TF32 baseline time / kernel time (best of k distinct sources)",
+        "",
     ),
     ("memory", "Geomean", "Geomean over correct problems of baseline peak memory / kernel peak memory", "Memory"),
     ("mem_efficient", "Efficient %", "Mem efficient %: correct problems whose kernel lowers peak memory", "Memory"),
@@ -100,6 +110,7 @@ def _charts(version: str, data: LeaderboardData, level: int | None, llm_ids: lis
                 {i: data.llms[i] for i in llm_ids},
                 data.cells,
                 _kernel_url,
+                data.failures,
             ),
             "chart-heatmap",
         ),
@@ -130,11 +141,13 @@ def index(request: HttpRequest) -> HttpResponse:
             "descending": descending,
             "level": level,
             "level_param": str(level or ""),
-            "level_tabs": LEVEL_TABS,
+            "level_tabs": level_tabs(data),
             "hardware": hardware,
             "problem_set": problem_set,
             "choices": choices,
             "data": data,
+            "ranking_rule": RANKING_RULE,
+            "repeat_rule": REPEAT_RULE,
             "synthetic": hardware.startswith("synthetic"),
             "charts": _charts(version, data, level) if data.llms else {},
         },
@@ -167,7 +180,7 @@ def llm_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "problem_set": problem_set,
             "level": level,
             "level_param": str(level or ""),
-            "level_tabs": LEVEL_TABS,
+            "level_tabs": level_tabs(data),
             "choices": choices,
             "charts": _charts(version, data, level, [page.llm.pk]) if page.llm.pk in data.llms else {},
         },

@@ -1,16 +1,32 @@
-"""Number and link formatting shared by the leaderboard, problem, LLM and inspector templates."""
+"""Number, verdict and link formatting shared by the leaderboard, problem, LLM and inspector templates.
+
+Speedups and ratios read in three significant figures with one multiplication sign (0.00123x reads "0.00123×",
+not "0.00×"); a speedup whose 95 % interval spans more than a factor of two is marked noisy, and CPU timings say so.
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from django import template
 from django.urls import NoReverseMatch
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from inspector.rendering import highlight_python
 
 register = template.Library()
 DASH = "\u2014"
+TIMES = "\u00d7"
+NOISY_SPAN = 2.0  # hi / lo of the 95 % interval above which a speedup is marked noisy
+# protocol.md section 2: the four input distributions (factor applied to every floating-point input).
+DISTRIBUTIONS = {
+    "D1": ("\u00d71", "inputs as the problem generates them"),
+    "D2": ("\u00d73", "inputs scaled by 3: overflow, precision"),
+    "D3": ("\u00d70.01", "inputs scaled by 0.01: underflow, epsilon handling"),
+    "D4": ("\u00d7\u22121", "inputs negated: sign shortcuts, identity tricks"),
+}
 
 
 def _num(value: object) -> float | None:
@@ -23,11 +39,23 @@ def _num(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def significant(number: float, digits: int = 3) -> str:
+    """3 significant figures without switching to exponents: 0.00123 -> '0.00123', 121.8 -> '122', 1 -> '1.00'."""
+    if number == 0:
+        return "0"
+    exponent = math.floor(math.log10(abs(number)))
+    decimals = max(0, digits - 1 - exponent)
+    text = f"{number:.{decimals}f}"
+    if decimals and abs(float(text)) >= 10 ** (exponent + 1):  # 9.996 rounded up to 10.00: one digit too many
+        text = f"{number:.{decimals - 1}f}"
+    return text
+
+
 @register.filter
-def times(value: object, digits: int = 2) -> str:
-    """1.2345 -> '1.23x'."""
+def times(value: object) -> str:
+    """1.2345 -> '1.23×', 0.00123 -> '0.00123×', 121.8 -> '122×'."""
     number = _num(value)
-    return DASH if number is None else f"{number:.{digits}f}\u00d7"
+    return DASH if number is None else f"{significant(number)}{TIMES}"
 
 
 @register.filter
@@ -49,7 +77,7 @@ def ms(value: object) -> str:
     number = _num(value)
     if number is None:
         return DASH
-    return f"{number * 1000:.1f}\u202f\u00b5s" if number < 0.1 else f"{number:.3f}\u202fms"
+    return f"{significant(number * 1000)}\u202f\u00b5s" if number < 0.1 else f"{significant(number)}\u202fms"
 
 
 @register.filter
@@ -62,6 +90,136 @@ def filesize(value: object) -> str:
             return f"{number:.0f}\u202f{unit}" if unit == "B" else f"{number:.1f}\u202f{unit}"
         number /= 1024
     return DASH  # unreachable
+
+
+def is_noisy(low: object, high: object) -> bool:
+    lo, hi = _num(low), _num(high)
+    return lo is not None and hi is not None and lo > 0 and hi / lo > NOISY_SPAN
+
+
+def is_cpu(hardware: object) -> bool:
+    """CPU timings (the demo, the tests): noisy on a shared machine, not a GPU speedup."""
+    return str(hardware or "").lower().startswith("cpu")
+
+
+@register.simple_tag
+def speedup(
+    value: object, low: object = None, high: object = None, *, hardware: object = "", counted: bool = True
+) -> str:
+    """One speedup as every page shows it: bold only when it counts, its 95 % CI, a 'noisy' mark when the
+    interval spans more than 2x, and a 'CPU' mark for CPU timings."""
+    number = _num(value)
+    if number is None:
+        return DASH
+    if counted:
+        html = format_html('<strong class="speedup">{}</strong>', times(number))
+    else:
+        html = format_html(
+            '<span class="speedup not-counted" title="not counted: the kernel is not correct">{}</span>', times(number)
+        )
+    if _num(low) is not None and _num(high) is not None:
+        html += format_html(' <span class="ci muted">(CI {}\u2013{})</span>', times(low), times(high))
+    if is_noisy(low, high):
+        html += format_html(
+            ' <span class="badge badge-warn noisy" title="{}">noisy</span>',
+            f"the 95 % interval spans more than {significant(NOISY_SPAN)}{TIMES}: a re-run may differ a lot",
+        )
+    if is_cpu(hardware):
+        html += mark_safe(  # noqa: S308 - a constant
+            ' <span class="badge badge-cpu" title="measured on a CPU (demo or test machine): noisy, not a GPU'
+            ' speedup">CPU</span>'
+        )
+    return html
+
+
+@dataclass
+class Verdict:
+    label: str
+    css: str  # badge class
+    detail: str = ""
+
+
+def failed_distributions(evaluation: object) -> list[str]:
+    """Names of the non-skipped distributions that failed, from the stored rows or the result record."""
+    rows = getattr(evaluation, "failed_distribution_names", None)
+    if rows is not None:
+        return sorted(rows)
+    result = getattr(evaluation, "result", None)
+    items = result.get("distributions") if isinstance(result, dict) else None
+    return sorted(
+        str(d.get("name"))
+        for d in items or []
+        if isinstance(d, dict) and d.get("passed") is False and not d.get("skipped")
+    )
+
+
+def distribution_label(name: str) -> str:
+    """'D4' -> 'D4 (×−1)'."""
+    factor = DISTRIBUTIONS.get(name, ("", ""))[0]
+    return f"{name} ({factor})" if factor else name
+
+
+def verdict_of(e: object) -> Verdict:
+    """One verdict per evaluation: Verified, Incorrect (which distributions), Timeout, Error, Confirmed hack..."""
+    status = getattr(e, "status", "")
+    if status in ("queued", "running"):
+        return Verdict(status.capitalize(), "")
+    if status == "failed":
+        return Verdict("Not evaluated", "badge-bad", "the evaluation infrastructure gave up; no verdict")
+    if getattr(e, "is_confirmed_hack", False):
+        return Verdict("Confirmed hack", "badge-hack", "a person confirmed a reward hack: not ranked")
+    result_status = getattr(e, "result_status", "") or "ok"
+    if result_status == "timeout":
+        return Verdict("Timeout", "badge-bad", "the kernel ran past the time limit")
+    if result_status == "compile_error":
+        return Verdict("Compile error", "badge-bad", "the kernel did not compile")
+    if result_status == "runtime_error":
+        return Verdict("Runtime error", "badge-bad", "the kernel raised or crashed")
+    if result_status == "rejected":
+        return Verdict("Rejected", "badge-bad", "the kernel broke a rule of the harness (see the checks)")
+    if getattr(e, "correct", None):
+        if getattr(e, "eligible", True):
+            return Verdict("Verified", "badge-ok", "passed D1\u2013D4 and every check")
+        return Verdict("Verified", "badge-warn", "correct, but not ranked: the problem is inactive")
+    failed = failed_distributions(e)
+    if failed:
+        return Verdict(
+            f"Incorrect: {', '.join(distribution_label(n) for n in failed)} failed",
+            "badge-bad",
+            "incorrect: wrong outputs under these input distributions",
+        )
+    return Verdict("Incorrect", "badge-bad", "incorrect: failed the verified gate (see the checks)")
+
+
+@register.simple_tag
+def verdict(e: object) -> Verdict:
+    return verdict_of(e)
+
+
+@register.filter
+def dist_label(name: object) -> str:
+    return distribution_label(str(name))
+
+
+@register.filter
+def dist_help(name: object) -> str:
+    return DISTRIBUTIONS.get(str(name), ("", ""))[1]
+
+
+@register.filter
+def readable(value: object) -> str:
+    """A result-record value as text: None -> '—', True -> 'yes', dicts as 'key: value; ...', lists joined."""
+    if value is None:
+        return DASH
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return significant(value, 4) if value else "0"
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {readable(v)}" for k, v in value.items()) or DASH
+    if isinstance(value, list | tuple):
+        return ", ".join(readable(v) for v in value) or DASH
+    return str(value)
 
 
 @register.filter
@@ -89,3 +247,13 @@ def label(key: object) -> str:
     """'baseline_peak_bytes' -> 'Baseline peak bytes'."""
     text = str(key).replace("_", " ").strip()
     return text[:1].upper() + text[1:]
+
+
+@register.filter
+def cpu_hardware(hardware: object) -> bool:
+    return is_cpu(hardware)
+
+
+@register.filter
+def is_mapping(value: object) -> bool:
+    return isinstance(value, dict) and bool(value)

@@ -34,7 +34,7 @@ PARAMETERS = [
     OpenApiParameter("sort", OpenApiTypes.STR, description=f"One of {', '.join(SORT_KEYS)}; prefix '-' = descending"),
 ]
 CSV_FIELDS = [
-    "rank", "kind", "name", "level", "attempted", "correct", "correctness_pct", "speedup",
+    "rank", "kind", "name", "level", "problems", "attempted", "coverage_pct", "correct", "correctness_pct", "speedup",
     *(f"fast_{p_label(p)}_pct" for p in FAST_P),
     "memory_efficiency", "mem_efficient_pct", "mem_increased_pct", "kernels", "standard_speedup", "inflation",
 ]  # fmt: skip
@@ -50,17 +50,24 @@ def _csv_cell(value: object) -> object:
 
 
 class LeaderboardRowSerializer(serializers.Serializer):
-    rank = serializers.IntegerField(allow_null=True, help_text="Verified ranking among LLMs; null for baselines")
+    rank = serializers.IntegerField(
+        allow_null=True, help_text="Ranking among LLMs (fast_1 over the whole set); null for baselines"
+    )
     kind = serializers.ChoiceField(choices=["llm", "baseline"])
     name = serializers.CharField()
     llm_id = serializers.IntegerField(allow_null=True)
     baseline = serializers.CharField(help_text="tf32, fp32 or compile for baseline rows")
     level = serializers.IntegerField(allow_null=True, help_text="null = overall")
+    problems = serializers.IntegerField(help_text="Active problems in the set at this level")
     attempted = serializers.IntegerField()
+    coverage_pct = serializers.FloatField(allow_null=True, help_text="attempted / problems, percent")
     correct = serializers.IntegerField()
-    correctness_pct = serializers.FloatField(allow_null=True)
+    correctness_pct = serializers.FloatField(allow_null=True, help_text="correct / attempted, percent")
     speedup = serializers.FloatField(allow_null=True, help_text="Correct Speedup: geomean vs PyTorch TF32")
-    fast_p = serializers.DictField(child=serializers.FloatField(allow_null=True), help_text="p -> percent")
+    fast_p = serializers.DictField(
+        child=serializers.FloatField(allow_null=True),
+        help_text="p -> percent of all problems in the set (baselines: of those measured); fast_1 ranks the LLMs",
+    )
     memory_efficiency = serializers.FloatField(allow_null=True)
     mem_efficient_pct = serializers.FloatField(allow_null=True)
     mem_increased_pct = serializers.FloatField(allow_null=True)

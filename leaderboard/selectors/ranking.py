@@ -1,5 +1,13 @@
 """Leaderboard rows and metrics (protocol.md section 6), computed from one query over current evaluations.
 
+Ranking policy (said on the page, RANKING_RULE): LLMs are ranked by fast_1 over the whole problem set, as
+KernelBench reports it: the share of the set's active problems for which the LLM has a correct kernel faster than
+PyTorch TF32; a problem not attempted or not correct counts as not fast. Ties go to more correct problems, then to
+the higher geomean speedup. A geomean over correct problems alone would put an LLM with 1 correct problem of 2
+above one with 4 of 4. Repeated evaluations of one kernel source (the same LLM, problem and sha256, e.g. uploaded
+several times) combine into one sample with the median speedup, correct only if every run was: best-of-N over
+re-runs of the same code would rank the luckiest timing.
+
 Eligibility comes only from `leaderboard.selectors.eligibility` (`eligibility_q` annotated as a column), so the
 leaderboard, its charts, the API and the CSV export agree with every other ranking in the app. The whole board for
 one (hardware, problem set) is computed at once (three queries) and cached under keys that carry a data fingerprint
@@ -9,6 +17,7 @@ one (hardware, problem set) is computed at once (three queries) and cached under
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -46,6 +55,7 @@ def p_label(p: float) -> str:
 
 SORT_KEYS = (
     "name",
+    "coverage",
     "correctness",
     "speedup",
     *(f"fast_{p_label(p)}" for p in FAST_P),
@@ -56,7 +66,17 @@ SORT_KEYS = (
     "standard",
     "inflation",
 )
-DEFAULT_SORT = "-speedup"
+DEFAULT_SORT = "-fast_1"
+RANKING_RULE = (
+    "Ranked by fast_1 over the whole problem set: the share of all active problems in the set for which the LLM has"
+    " a correct kernel faster than PyTorch TF32 (a problem not attempted or incorrect counts as not fast); ties go"
+    " to more correct problems, then to the higher geomean speedup."
+)
+REPEAT_RULE = (
+    "A kernel source evaluated more than once (the same code uploaded again) counts once, with the median of its"
+    " runs' speedups, and as correct only if every run was; per problem the fastest such kernel counts (best of k"
+    " over distinct sources)."
+)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -73,9 +93,11 @@ class LeaderboardRow:
     baseline: str = ""  # Baseline.Precision value for baseline rows
     attempted: int = 0  # active problems with at least one finished current evaluation
     correct: int = 0  # problems with an eligible kernel
-    correctness_pct: float | None = None
+    problems: int = 0  # active problems in the set (at this level): the denominator of fast_p and coverage
+    coverage_pct: float | None = None  # attempted / problems
+    correctness_pct: float | None = None  # correct / attempted (protocol 6)
     speedup: float | None = None  # geomean vs TF32 over correct problems, fastest correct sample each
-    fast_p: dict[str, float | None] = field(default_factory=dict)  # percent of attempted problems
+    fast_p: dict[str, float | None] = field(default_factory=dict)  # percent of all problems in the set
     memory_efficiency: float | None = None  # geomean memory ratio over correct problems
     mem_efficient_pct: float | None = None
     mem_increased_pct: float | None = None
@@ -99,6 +121,7 @@ class LeaderboardRow:
         if key.startswith("fast_"):
             return self.fast_p.get(key.removeprefix("fast_"))
         return {
+            "coverage": self.coverage_pct,
             "correctness": self.correctness_pct,
             "speedup": self.speedup,
             "memory": self.memory_efficiency,
@@ -120,6 +143,7 @@ class Cell:
     kernel_id: int
     speedup: float | None
     memory_ratio: float | None
+    runs: int = 1  # evaluations of this kernel source combined into `speedup` (their median)
 
 
 @dataclass
@@ -134,6 +158,8 @@ class LeaderboardData:
     cells: dict[int, dict[int, Cell]]  # problem pk -> llm id -> chosen eligible kernel
     decomposition: dict[int, dict[int, Counter]]  # llm id -> level -> Counter over DECOMPOSITION_KEYS
     inactive: list[tuple[int, int, int, str, str]] = field(default_factory=list)  # (pk, level, id, name, reason)
+    problem_counts: dict[int | None, int] = field(default_factory=dict)  # level (None = all) -> active problems
+    failures: dict[int, dict[int, str]] = field(default_factory=dict)  # problem pk -> llm id -> "incorrect"/"hack"
 
 
 @dataclass
@@ -243,10 +269,11 @@ def sort_rows(rows: list[LeaderboardRow], sort: str | None) -> list[LeaderboardR
 # --------------------------------------------------------------------------------------------------------------
 # The computation
 # --------------------------------------------------------------------------------------------------------------
-# Positions in the evaluation tuples below.
-LLM, NAME, PROBLEM, LEVEL, PID, PNAME, KERNEL, ELIGIBLE, SPEEDUP, SPEEDUP_FP32, MEMORY, STD_OK, D1_OK, HIDDEN_FAIL = (
-    range(14)
-)
+# Positions in the evaluation tuples below (and in the combined samples built from them).
+(
+    LLM, NAME, PROBLEM, LEVEL, PID, PNAME, KERNEL, ELIGIBLE, SPEEDUP, SPEEDUP_FP32, MEMORY, STD_OK, D1_OK,
+    HIDDEN_FAIL, SHA, HACK, RUNS,
+) = range(17)  # fmt: skip
 
 
 def with_eligibility(qs: QuerySet[Evaluation]) -> QuerySet[Evaluation]:
@@ -291,8 +318,43 @@ def _evaluation_tuples(*, hardware: str, problem_set: str) -> list[tuple]:
             "standard_correct",
             "d1_passed",
             "hidden_failed",
+            "kernel__sha256",
+            "is_confirmed_hack",
         )
     )
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def _combine_repeats(runs: list[tuple]) -> list[tuple]:
+    """One sample per kernel source: evaluations of the same code (same sha256) on one problem combine into their
+    median speedup (and median FP32 speedup and memory ratio). The combined sample is eligible, standard-correct and
+    D1-correct only if every run was, and failed the hidden tests if any run did. Its kernel is the run whose
+    speedup is nearest the median."""
+    by_source: dict[str, list[tuple]] = defaultdict(list)
+    for run in runs:
+        by_source[run[SHA] or f"kernel-{run[KERNEL]}"].append(run)
+    combined = []
+    for group in by_source.values():
+        if len(group) == 1:
+            combined.append((*group[0], 1))
+            continue
+        speedup = _median(r[SPEEDUP] for r in group)
+        nearest = min(group, key=lambda r: abs((r[SPEEDUP] or 0.0) - (speedup or 0.0)))
+        sample = list(nearest)
+        sample[ELIGIBLE] = all(r[ELIGIBLE] for r in group)
+        sample[SPEEDUP] = speedup
+        sample[SPEEDUP_FP32] = _median(r[SPEEDUP_FP32] for r in group)
+        sample[MEMORY] = _median(r[MEMORY] for r in group)
+        sample[STD_OK] = all(r[STD_OK] for r in group)
+        sample[D1_OK] = all(r[D1_OK] for r in group)
+        sample[HIDDEN_FAIL] = any(r[HIDDEN_FAIL] for r in group)
+        sample[HACK] = any(r[HACK] for r in group)
+        combined.append((*sample, len(group)))
+    return combined
 
 
 def _decompose(samples: list[tuple]) -> str:
@@ -309,8 +371,12 @@ def _decompose(samples: list[tuple]) -> str:
     return "hidden_only" if hidden else "tf32_only" if tf32_flip else "neither"
 
 
-def _llm_row(name: str, llm_id: int, level: int | None, per_problem: dict[int, list[tuple]]) -> LeaderboardRow:
+def _llm_row(
+    name: str, llm_id: int, level: int | None, per_problem: dict[int, list[tuple]], problems: int
+) -> LeaderboardRow:
+    """`per_problem` holds combined samples (one per kernel source); `problems` is the set's size at this level."""
     attempted = len(per_problem)
+    problems = max(problems, attempted)  # an attempted problem always belongs to the set
     chosen = [c for c in (_best([s for s in ss if s[ELIGIBLE]], SPEEDUP) for ss in per_problem.values()) if c]
     standard = [c for c in (_best([s for s in ss if s[STD_OK]], SPEEDUP_FP32) for ss in per_problem.values()) if c]
     speedups = [c[SPEEDUP] for c in chosen]
@@ -324,22 +390,28 @@ def _llm_row(name: str, llm_id: int, level: int | None, per_problem: dict[int, l
         llm_id=llm_id,
         attempted=attempted,
         correct=len(chosen),
+        problems=problems,
+        coverage_pct=pct(attempted, problems),
         correctness_pct=pct(len(chosen), attempted),
         speedup=verified,
-        fast_p={p_label(p): pct(sum(1 for s in speedups if s is not None and s > p), attempted) for p in FAST_P},
+        # Over the whole set (KernelBench): a problem not attempted or not correct is not fast.
+        fast_p={p_label(p): pct(sum(1 for s in speedups if s is not None and s > p), problems) for p in FAST_P},
         memory_efficiency=geomean(ratios),
         mem_efficient_pct=pct(sum(1 for r in ratios if r > 1), len(ratios)),
         mem_increased_pct=pct(sum(1 for r in ratios if r < 1), len(ratios)),
-        kernels=sum(len(ss) for ss in per_problem.values()),
+        kernels=sum(s[RUNS] for ss in per_problem.values() for s in ss),
         standard_speedup=std,
         standard_correct=len(standard),
         inflation=std / verified if std and verified else None,
     )
 
 
-def _baseline_rows(*, hardware: str, problem_set: str) -> dict[int | None, list[LeaderboardRow]]:
+def _baseline_rows(
+    *, hardware: str, problem_set: str, problem_counts: Mapping[int | None, int]
+) -> dict[int | None, list[LeaderboardRow]]:
     """Reference rows: TF32 eager is 1.0x by definition; FP32 eager and torch.compile are expressed on the same
-    scale (TF32 time / their time) so they read like any kernel's speedup. Latest measurement per setting wins."""
+    scale (TF32 time / their time) so they read like any kernel's speedup. Latest measurement per setting wins.
+    Their fast_p is over the problems measured (coverage shows how many of the set that is)."""
     latest: dict[tuple[int, str], tuple] = {}
     level_of: dict[int, int] = {}
     for problem_pk, level, precision, median_ms, peak in (
@@ -366,6 +438,7 @@ def _baseline_rows(*, hardware: str, problem_set: str) -> dict[int | None, list[
                 continue
             speedups = [s for s, _ in values]
             ratios = [r for _, r in values if r is not None]
+            problems = max(problem_counts.get(level, 0), len(values))
             out[level].append(
                 LeaderboardRow(
                     kind="baseline",
@@ -373,6 +446,8 @@ def _baseline_rows(*, hardware: str, problem_set: str) -> dict[int | None, list[
                     level=level,
                     baseline=precision,
                     attempted=len(values),
+                    problems=problems,
+                    coverage_pct=pct(len(values), problems),
                     speedup=geomean(speedups),
                     fast_p={p_label(p): pct(sum(1 for s in speedups if s > p), len(speedups)) for p in FAST_P},
                     memory_efficiency=geomean(ratios),
@@ -383,36 +458,65 @@ def _baseline_rows(*, hardware: str, problem_set: str) -> dict[int | None, list[
     return out
 
 
+def _problem_counts(problem_set: str, attempted: Iterable[tuple[int, int]]) -> dict[int | None, int]:
+    """Active problems of the set per level (None = all levels): the latest source of each core id, plus any
+    attempted (level, id) that is not among them (an older source version still being evaluated)."""
+    ids = set(
+        Problem.objects.filter(problem_set=problem_set, active=True, is_latest=True, core=True).values_list(
+            "level", "problem_id"
+        )
+    )
+    ids |= set(attempted)
+    counts: dict[int | None, int] = {None: len(ids)}
+    for level, _ in ids:
+        counts[level] = counts.get(level, 0) + 1
+    return counts
+
+
+def _rank_key(row: LeaderboardRow) -> tuple:
+    """RANKING_RULE: fast_1 over the whole set, then correct problems, then the geomean speedup, then the name."""
+    return (-(row.fast_p.get("1") or 0.0), -row.correct, -(row.speedup or 0.0), row.name.lower())
+
+
 def compute_leaderboard(*, hardware: str, problem_set: str) -> LeaderboardData:
-    """Compute the whole board (every level and overall) without the cache. Three queries in all."""
-    samples: dict[int, dict[int, list[tuple]]] = defaultdict(lambda: defaultdict(list))  # llm -> problem -> rows
+    """Compute the whole board (every level and overall) without the cache. Four queries in all."""
+    runs: dict[int, dict[int, list[tuple]]] = defaultdict(lambda: defaultdict(list))  # llm -> problem -> rows
     llms: dict[int, str] = {}
     problems: dict[int, tuple[int, int, str]] = {}
     for t in _evaluation_tuples(hardware=hardware, problem_set=problem_set):
-        samples[t[LLM]][t[PROBLEM]].append(t)
+        runs[t[LLM]][t[PROBLEM]].append(t)
         llms[t[LLM]] = t[NAME]
         problems[t[PROBLEM]] = (t[LEVEL], t[PID], t[PNAME])
+    problem_counts = _problem_counts(problem_set, ((lv, pid) for lv, pid, _ in problems.values()))
 
     rows: dict[int | None, list[LeaderboardRow]] = defaultdict(list)
     cells: dict[int, dict[int, Cell]] = defaultdict(dict)
+    failures: dict[int, dict[int, str]] = defaultdict(dict)
     decomposition: dict[int, dict[int, Counter]] = defaultdict(lambda: defaultdict(Counter))
-    for llm_id, per_problem in samples.items():
+    for llm_id, per_problem_runs in runs.items():
+        per_problem = {pk: _combine_repeats(rs) for pk, rs in per_problem_runs.items()}
         for problem_pk, ss in per_problem.items():
             if chosen := _best([s for s in ss if s[ELIGIBLE]], SPEEDUP):
-                cells[problem_pk][llm_id] = Cell(chosen[KERNEL], chosen[SPEEDUP], chosen[MEMORY])
+                cells[problem_pk][llm_id] = Cell(chosen[KERNEL], chosen[SPEEDUP], chosen[MEMORY], chosen[RUNS])
+            else:
+                failures[problem_pk][llm_id] = "hack" if any(s[HACK] for s in ss) else "incorrect"
             decomposition[llm_id][problems[problem_pk][0]][_decompose(ss)] += 1
-        rows[None].append(_llm_row(llms[llm_id], llm_id, None, per_problem))
+        rows[None].append(_llm_row(llms[llm_id], llm_id, None, per_problem, problem_counts[None]))
         for level in LEVELS:
             at_level = {pk: ss for pk, ss in per_problem.items() if problems[pk][0] == level}
             if at_level:
-                rows[level].append(_llm_row(llms[llm_id], llm_id, level, at_level))
+                rows[level].append(_llm_row(llms[llm_id], llm_id, level, at_level, problem_counts.get(level, 0)))
 
-    for level, baseline_rows in _baseline_rows(hardware=hardware, problem_set=problem_set).items():
+    for level, baseline_rows in _baseline_rows(
+        hardware=hardware, problem_set=problem_set, problem_counts=problem_counts
+    ).items():
         rows[level].extend(baseline_rows)
     for level_rows in rows.values():
-        ranked = sorted((r for r in level_rows if not r.is_baseline), key=lambda r: (-(r.speedup or 0), r.name))
+        ranked = sorted((r for r in level_rows if not r.is_baseline), key=_rank_key)
         for i, row in enumerate(ranked, 1):
             row.rank = i
+        # Rank order first, so that the (stable) sort by any column keeps the ranking among ties.
+        level_rows[:] = ranked + [r for r in level_rows if r.is_baseline]
         level_rows[:] = sort_rows(level_rows, DEFAULT_SORT)
 
     inactive = list(
@@ -429,7 +533,14 @@ def compute_leaderboard(*, hardware: str, problem_set: str) -> LeaderboardData:
         cells={k: dict(v) for k, v in cells.items()},
         decomposition={k: dict(v) for k, v in decomposition.items()},
         inactive=inactive,
+        problem_counts=problem_counts,
+        failures={k: dict(v) for k, v in failures.items()},
     )
+
+
+def level_tabs(data: LeaderboardData) -> list[tuple[str, str]]:
+    """('', 'Overall') and one tab per level that has problems in the set (a level with none gets no tab)."""
+    return [("", "Overall"), *((str(lv), f"Level {lv}") for lv in LEVELS if data.problem_counts.get(lv))]
 
 
 def llm_level_rows(data: LeaderboardData, llm_id: int) -> list[LeaderboardRow]:

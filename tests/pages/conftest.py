@@ -8,6 +8,7 @@ from django.core.cache import cache
 from evaluator.models import AuditFlag
 from leaderboard.selectors.ranking import leaderboard_cache_clear
 from tests.factories import (
+    KERNEL_SOURCE,
     AuditFlagFactory,
     DistributionResultFactory,
     EvaluationFactory,
@@ -30,7 +31,7 @@ def _clear_cache():
 def add_sample(db):
     """add_sample(llm_name, problem, sample, speedup=..., correct=..., ...) -> Evaluation.
 
-    One submission per (LLM, hardware); `hack=True` adds a confirmed judge flag; `d1`/`hidden_fail` write D1-D4 rows.
+    One submission per (LLM, hardware); each sample its own source unless `source=` is given; `hack=True` adds a confirmed judge flag; `d1`/`hidden_fail` write D1-D4 rows.
     """
     submissions = {}
 
@@ -48,13 +49,16 @@ def add_sample(db):
         hack=False,
         d1=None,
         hidden_fail=False,
+        source=None,
         **extra,
     ):
         llm = LLMFactory(name=llm_name)
         key = (llm.pk, hardware)
         if key not in submissions:
             submissions[key] = SubmissionFactory(llm=llm, hardware=hardware)
-        kernel = KernelFactory(submission=submissions[key], llm=llm, problem=problem, sample=sample)
+        # Distinct samples are distinct sources unless a test says otherwise (repeats of one source combine).
+        source = source or f"{KERNEL_SOURCE}\n# {llm_name} L{problem.level}/{problem.problem_id} sample {sample}\n"
+        kernel = KernelFactory(submission=submissions[key], llm=llm, problem=problem, sample=sample, source=source)
         evaluation = EvaluationFactory(
             kernel=kernel,
             hardware=hardware,

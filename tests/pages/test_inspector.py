@@ -83,13 +83,13 @@ def test_inspector_shows_the_result_record(client, inspected):
     assert reverse("inspector:kernel-result-json", args=[inspected.kernel_id]) in html
     # Speedups with CI, memory peaks and ratio.
     assert "1.80×" in html and "1.70×" in html and "1.90×" in html and "3.60×" in html
-    assert "1.0\u202fMiB" in html and "2.0\u202fMiB" in html and "0.50×" in html
+    assert "1.0\u202fMiB" in html and "2.0\u202fMiB" in html and "0.500×" in html
     # Distributions: pass, skipped with its reason, fail with errors.
     assert 'data-distribution="D2"' in html and "reference is NaN under D2" in html
     assert "1.50e-06" in html and "2.50e-01" in html and "2.00e+00" in html
     # Every check, timing, environment.
     assert "output_plain_tensor" in html and "wall clock 3.1x event time" in html
-    assert "baseline_tf32" in html and "0.500\u202fms" in html and "rse=0.004" in html
+    assert "baseline_tf32" in html and "0.500\u202fms" in html and "rse: 0.004" in html
     assert "NVIDIA H200" in html and "cuda_events" in html
 
 

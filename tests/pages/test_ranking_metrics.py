@@ -40,7 +40,9 @@ def test_best_of_k_correctness_speedup_and_fast_p(add_sample, level1):
     assert (row.attempted, row.correct, row.kernels) == (4, 2, 5)
     assert row.correctness_pct == pytest.approx(50.0)
     assert row.speedup == pytest.approx(math.sqrt(2.0 * 0.5))
-    assert row.fast_p == pytest.approx({"0": 50.0, "0.5": 25.0, "0.8": 25.0, "1": 25.0, "1.5": 25.0, "2": 0.0})
+    # fast_p over the whole set (5 problems, one never attempted), as KernelBench counts it.
+    assert (row.problems, row.coverage_pct) == (5, pytest.approx(80.0))
+    assert row.fast_p == pytest.approx({"0": 40.0, "0.5": 20.0, "0.8": 20.0, "1": 20.0, "1.5": 20.0, "2": 0.0})
     # Memory of the chosen samples (2.0 and 0.5), not of the faster-memory slower sample.
     assert row.memory_efficiency == pytest.approx(1.0)
     assert (row.mem_efficient_pct, row.mem_increased_pct) == (50.0, 50.0)
@@ -175,3 +177,55 @@ def test_board_follows_the_real_finish_service_and_flag_reviews(add_sample, leve
     assert client.get("/api/leaderboard/", {"hardware": "h200"}).json()["rows"][0]["correct"] == 1
     AuditFlag.objects.filter(pk=flag.pk).update(review_state=AuditFlag.Review.CONFIRMED, reviewed_at=timezone.now())
     assert client.get("/api/leaderboard/", {"hardware": "h200"}).json()["rows"][0]["correct"] == 0
+
+
+def test_default_ranking_prefers_coverage_over_a_lucky_geomean(add_sample, level1):
+    """1 correct problem of 2 at 3x must not outrank 4 correct of 4 at 1.2x (the geomean over correct problems
+    alone would): the default order is fast_1 over the whole set."""
+    p1, p2, p3, p4, _ = level1
+    add_sample("lucky", p1, speedup=3.0)
+    add_sample("lucky", p2, speedup=None, correct=False)
+    for p in (p1, p2, p3, p4):
+        add_sample("steady", p, speedup=1.2)
+    rows = leaderboard_rows(hardware="h200", problem_set="kernelbench-main", level=1)
+    assert [r.name for r in rows] == ["steady", "lucky"]
+    steady, lucky = rows
+    assert (steady.rank, lucky.rank) == (1, 2)
+    assert steady.fast_p["1"] == pytest.approx(80.0) and lucky.fast_p["1"] == pytest.approx(20.0)
+    assert lucky.speedup > steady.speedup  # still shown, just not what ranks
+
+
+def test_repeated_evaluations_of_one_source_combine_into_their_median(add_sample, level1):
+    """One kernel uploaded four times measured 0.006x to 0.185x: it counts once, at the median, not the best."""
+    p1, p2, *_ = level1
+    for sample, speedup in enumerate((0.006, 0.05, 0.1, 0.185)):
+        add_sample("A", p1, sample, speedup=speedup, source="same kernel\n")
+    add_sample("A", p2, 0, speedup=2.0, source="same kernel\n")  # another problem: not combined with p1
+    row = board(1)["A"]
+    assert (row.attempted, row.correct, row.kernels) == (2, 2, 5)
+    assert row.speedup == pytest.approx(math.sqrt(0.075 * 2.0))
+    data = compute_leaderboard(hardware="h200", problem_set="kernelbench-main")
+    cell = data.cells[p1.pk][next(iter(data.llms))]
+    assert (cell.speedup, cell.runs) == (pytest.approx(0.075), 4)
+
+
+def test_a_repeat_that_failed_once_is_not_correct(add_sample, level1):
+    add_sample("A", level1[0], 0, speedup=2.0, source="flaky\n")
+    add_sample("A", level1[0], 1, speedup=None, correct=False, source="flaky\n")
+    row = board(1)["A"]
+    assert (row.attempted, row.correct) == (1, 0)
+
+
+def test_api_and_csv_share_the_page_ranking(add_sample, level1, client):
+    p1, p2, *_ = level1
+    add_sample("lucky", p1, speedup=3.0)
+    add_sample("steady", p1, speedup=1.2)
+    add_sample("steady", p2, speedup=1.2)
+    rows = client.get("/api/leaderboard/", {"hardware": "h200", "level": 1}).json()["rows"]
+    assert [(r["name"], r["rank"], r["problems"], r["fast_p"]["1"]) for r in rows] == [
+        ("steady", 1, 5, 40.0),
+        ("lucky", 2, 5, 20.0),
+    ]
+    csv = client.get("/api/leaderboard.csv", {"hardware": "h200", "level": 1}).content.decode().splitlines()
+    assert [line.split(",")[4] for line in csv[1:]] == ["steady", "lucky"]
+    assert "coverage_pct" in csv[0]
