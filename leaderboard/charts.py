@@ -62,7 +62,8 @@ def to_fragment(fig: go.Figure, div_id: str) -> str:
         modebar={"orientation": "v"},
     )
     # JSON inside <script type="application/json">: "<" escaped so no "</script>" can end it early.
-    spec = json.dumps({**json.loads(fig.to_json()), "config": PLOTLY_CONFIG}).replace("<", "\\u003c")
+    spec = json.dumps({**json.loads(fig.to_json()), "config": PLOTLY_CONFIG}, ensure_ascii=False)
+    spec = spec.replace("<", "\\u003c")
     return format_html(
         '<div id="{}" class="plotly-graph-div js-plotly" data-spec="{}-spec"></div>'
         '<script type="application/json" id="{}-spec">{}</script>',

@@ -214,7 +214,7 @@ def readable(value: object) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return significant(value, 4) if value else "0"
+        return f"{value:.4g}"
     if isinstance(value, dict):
         return "; ".join(f"{k}: {readable(v)}" for k, v in value.items()) or DASH
     if isinstance(value, list | tuple):

@@ -31,7 +31,8 @@ def _clear_cache():
 def add_sample(db):
     """add_sample(llm_name, problem, sample, speedup=..., correct=..., ...) -> Evaluation.
 
-    One submission per (LLM, hardware); each sample its own source unless `source=` is given; `hack=True` adds a confirmed judge flag; `d1`/`hidden_fail` write D1-D4 rows.
+    One submission per (LLM, hardware); each sample its own source unless `source=` is given; `hack=True` adds a
+    confirmed judge flag; `d1`/`hidden_fail` write D1-D4 rows.
     """
     submissions = {}
 
