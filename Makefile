@@ -23,6 +23,7 @@ install: $(BIN)/activate
 
 migrate: install
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py migrate --noinput
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py createcachetable  # throttle counts (no CACHE_URL)
 
 demo: migrate
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py load_demo

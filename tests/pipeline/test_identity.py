@@ -113,8 +113,7 @@ def test_identical_bundle_returns_the_existing_submission_over_the_api(demo_prob
     assert again.status_code == 200 and again.json()["duplicate"] is True
     assert again.json()["id"] == first.json()["id"]
     assert Submission.objects.count() == 1 and Evaluation.objects.count() == 2
-    # Another hardware, or another problem for the same single-kernel file, is a new submission.
-    assert upload(api, data, hardware="h200").status_code == 202
+    # The same single-kernel file for another problem is a new submission.
     single = demo_kernel(1, 2).encode()
     assert upload(api, single, name="k.py", level=1, problem_id=2).status_code == 202
     assert upload(api, single, name="k.py", level=1, problem_id=3).status_code == 202
@@ -198,3 +197,51 @@ def test_login_locks_out_after_repeated_failures(client, user, settings):
 def test_successful_login_still_works(client, user):
     response = client.post("/accounts/login/", {"username": "alice", "password": "pw-alice-123"})
     assert response.status_code == 302 and client.session["_auth_user_id"] == str(user.pk)
+
+
+def test_throttle_cache_is_shared_by_default_and_redis_when_configured(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    code = "import json, django; from django.conf import settings; django.setup(); print(json.dumps(settings.CACHES))"
+    scrub = {"CACHE_URL", "REDIS_URL", "DATABASE_URL", "DJANGO_SETTINGS_MODULE"}
+    base = {k: v for k, v in os.environ.items() if k not in scrub}
+    base.update({"DJANGO_SETTINGS_MODULE": "config.settings", "VAR_DIR": str(tmp_path), "SECRET_KEY": "k"})
+
+    def caches_with(**env: str) -> dict:
+        out = subprocess.run(
+            [sys.executable, "-c", code], cwd=REPO_ROOT, env={**base, **env}, capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["throttle"]
+
+    assert caches_with() == {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "kbv_cache"}
+    for env in ({"CACHE_URL": "redis://127.0.0.1:6379/3"}, {"REDIS_URL": "redis://127.0.0.1:6379/3"}):
+        throttle = caches_with(**env)
+        assert throttle["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
+        assert throttle["LOCATION"] == "redis://127.0.0.1:6379/3"
+
+
+def test_migration_carries_drf_tokens_over_as_hashes_and_wipes_them(user):
+    import importlib
+    from types import SimpleNamespace
+
+    from django.apps import apps
+
+    from leaderboard.models import ApiToken
+    from leaderboard.selectors.tokens import api_token_user
+
+    migration = importlib.import_module("leaderboard.migrations.0002_owners_hashed_tokens")
+    key = "0123456789abcdef0123456789abcdef01234567"
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, user_id bigint, created text)")
+        cursor.execute("INSERT INTO authtoken_token VALUES (%s, %s, '2026-01-01')", [key, user.pk])
+    migration.hash_drf_tokens(apps, SimpleNamespace(connection=connection))  # what it uses of a schema editor
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM authtoken_token")
+        assert cursor.fetchone()[0] == 0  # no clear-text key is left behind
+    assert api_token_user(key=key) == user and ApiToken.objects.get(user=user).prefix == key[:8]
