@@ -91,6 +91,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.middleware.RequestBodyLimitMiddleware",  # before anything reads the body (CSRF reads the form)
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -156,8 +157,6 @@ LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
 # Self-service sign-up (/accounts/signup/) is open; with True, new accounts stay inactive until staff activate them.
 SIGNUP_REQUIRES_APPROVAL = envbool("SIGNUP_REQUIRES_APPROVAL", "False")
-# Self-service sign-up (/accounts/signup/) is open; with True, new accounts stay inactive until staff activate them.
-SIGNUP_REQUIRES_APPROVAL = envbool("SIGNUP_REQUIRES_APPROVAL", "False")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -210,6 +209,13 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Hardware label this deployment evaluates on by default ("cpu" needs no GPU; "h200" for an H200 worker pool).
 # Each hardware label has its own queue, "eval-<label>", so GPU workers only take work meant for their GPU.
 EVALUATOR_DEFAULT_HARDWARE = os.getenv("EVALUATOR_DEFAULT_HARDWARE", "cpu")
+# The labels this deployment has worker pools for (comma-separated, e.g. "cpu,h200"); uploads naming any other label
+# are refused, since nothing would ever consume their queue. The default label is always one of them.
+EVALUATOR_HARDWARE_LABELS = [
+    label.strip().lower()
+    for label in os.getenv("EVALUATOR_HARDWARE_LABELS", EVALUATOR_DEFAULT_HARDWARE).split(",")
+    if label.strip()
+]
 EVALUATOR_HARNESS_TIMEOUT = envint("EVALUATOR_HARNESS_TIMEOUT", 900)  # seconds, per kernel, inside the task
 EVALUATOR_MAX_ATTEMPTS = envint("EVALUATOR_MAX_ATTEMPTS", 3)
 # Faults (README "Reliability"): a running evaluation refreshes its heartbeat every HEARTBEAT_INTERVAL seconds and

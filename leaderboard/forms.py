@@ -42,12 +42,6 @@ class SubmitForm(forms.Form):
         self.fields["problem_set"].initial = default
         self.fields["hardware"].initial = settings.EVALUATOR_DEFAULT_HARDWARE
 
-    def clean_bundle(self) -> Any:
-        bundle = self.cleaned_data["bundle"]
-        if bundle.size > settings.BUNDLE_MAX_BYTES:
-            raise forms.ValidationError(f"The bundle is larger than {settings.BUNDLE_MAX_BYTES} bytes.")
-        return bundle
-
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         llm, new_llm = cleaned.get("llm"), (cleaned.get("new_llm") or "").strip()

@@ -38,6 +38,7 @@ def submit(request: HttpRequest) -> HttpResponse:
             submission = submission_create_from_upload(uploader=request.user, **fields)
         except BundleError as exc:
             rejection = exc
+            status = exc.status  # 400, or 413 for a bundle over BUNDLE_MAX_BYTES
         except LLMOwnershipError as exc:
             form.add_error("llm" if form.cleaned_data.get("llm") else "new_llm", str(exc))
             status = 403

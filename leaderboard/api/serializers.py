@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.urls import reverse
@@ -127,11 +126,6 @@ class SubmissionCreateSerializer(serializers.Serializer):
     problem_id = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
     sample = serializers.IntegerField(min_value=0, required=False, default=0)
     notes = serializers.CharField(max_length=5000, required=False, allow_blank=True, default="")
-
-    def validate_bundle(self, value: Any) -> Any:
-        if value.size is not None and value.size > settings.BUNDLE_MAX_BYTES:
-            raise serializers.ValidationError(f"The bundle is larger than {settings.BUNDLE_MAX_BYTES} bytes.")
-        return value
 
 
 class SubmissionCreatedSerializer(serializers.Serializer):

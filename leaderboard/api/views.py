@@ -111,8 +111,8 @@ class SubmissionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         fields = {name: form.validated_data[name] for name in UPLOAD_FIELDS}
         try:
             submission = submission_create_from_upload(uploader=request.user, **fields)
-        except BundleError as exc:
-            return Response({"detail": exc.message, "report": exc.report}, status=status.HTTP_400_BAD_REQUEST)
+        except BundleError as exc:  # 400, or 413 for a bundle over BUNDLE_MAX_BYTES
+            return Response({"detail": exc.message, "report": exc.report}, status=exc.status)
         except LLMOwnershipError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
         out = serializers.SubmissionSerializer(submission, context={"request": request}).data

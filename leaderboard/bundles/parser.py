@@ -8,7 +8,7 @@ from typing import Any
 from leaderboard.bundles.archives import read_tar, read_zip
 from leaderboard.bundles.collector import Collector
 from leaderboard.bundles.documents import read_jsonl, read_leaderboard_json, read_single
-from leaderboard.bundles.limits import Limits
+from leaderboard.bundles.limits import Limits, check_bundle_size
 from leaderboard.bundles.types import BundleError, ParsedBundle
 
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
@@ -60,8 +60,7 @@ def parse_bundle(
     Problem lookup happens later, in `submission_create`, because it needs the database.
     """
     limits = limits or Limits.from_settings()
-    if len(data) > limits.max_bytes:
-        raise BundleError(f"The bundle is larger than {limits.max_bytes} bytes (BUNDLE_MAX_BYTES).")
+    check_bundle_size(len(data), limit=limits.max_bytes)
     if not data:
         raise BundleError("The bundle is empty.")
     fmt = detect_format(filename, data)

@@ -12,12 +12,21 @@ SKIPPED = "skipped"
 
 
 class BundleError(ValueError):
-    """The whole bundle is rejected. `report` lists what was found per file before the rejection, if anything."""
+    """The whole bundle is rejected. `report` lists what was found per file before the rejection, if anything.
+    `status` is the HTTP status the web form and the API answer with."""
+
+    status = 400
 
     def __init__(self, message: str, report: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.report = report or []
+
+
+class BundleTooLarge(BundleError):
+    """The upload is over BUNDLE_MAX_BYTES (413 Content Too Large)."""
+
+    status = 413
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from django.db.models import Q
 
 from evaluator.models import Evaluation
 from evaluator.services.evaluations import HARDWARE_RE, evaluations_enqueue, kernels_audit_enqueue
-from leaderboard.bundles import BundleError, ParsedBundle, parse_bundle, read_upload
+from leaderboard.bundles import BundleError, ParsedBundle, check_bundle_size, parse_bundle, read_upload
 from leaderboard.models import LLM, Kernel, Problem, Submission
 from leaderboard.selectors.llms import llm_can_upload
 from leaderboard.selectors.problem_sets import problem_set_default, unknown_problem_set_message
@@ -81,6 +81,12 @@ def submission_create(
     hardware = (hardware or settings.EVALUATOR_DEFAULT_HARDWARE).strip().lower()
     if not HARDWARE_RE.match(hardware):
         raise BundleError(f"Invalid hardware label {hardware!r}: lowercase letters, digits, '.', '_' or '-'.")
+    if hardware not in (labels := hardware_labels()):
+        # No worker consumes eval-<label> for a label nobody serves: the kernels would wait forever.
+        raise BundleError(
+            f"Unknown hardware label {hardware!r}: this deployment evaluates on {', '.join(labels)} "
+            "(EVALUATOR_HARDWARE_LABELS)."
+        )
     if not problem_set or len(problem_set) > 100:
         raise BundleError("Invalid problem set label.")
     if not Problem.objects.filter(problem_set=problem_set).exists():
@@ -202,6 +208,12 @@ def _claims(bundle: ParsedBundle) -> dict[str, Any] | None:
     return claims or None
 
 
+def hardware_labels() -> list[str]:
+    """The hardware labels this deployment has worker pools for: EVALUATOR_HARDWARE_LABELS, always with the default."""
+    labels = [settings.EVALUATOR_DEFAULT_HARDWARE, *getattr(settings, "EVALUATOR_HARDWARE_LABELS", [])]
+    return list(dict.fromkeys(label.strip().lower() for label in labels if label.strip()))
+
+
 def submission_create_from_upload(
     *,
     uploader: AbstractBaseUser | AnonymousUser | None,
@@ -215,8 +227,10 @@ def submission_create_from_upload(
     sample: int | None = 0,
     notes: str = "",
 ) -> Submission:
-    """`submission_create` for an uploaded file (web form or API). Reads at most BUNDLE_MAX_BYTES + 1 bytes, so
-    an oversized upload is refused without being read whole; blank optional fields mean the defaults."""
+    """`submission_create` for an uploaded file (web form or API). An upload over BUNDLE_MAX_BYTES is refused
+    (BundleTooLarge) on its size, unread, and at most BUNDLE_MAX_BYTES + 1 bytes are ever read; blank optional
+    fields mean the defaults."""
+    check_bundle_size(getattr(upload, "size", None))
     return submission_create(
         uploader=uploader,
         llm_name=llm_name,

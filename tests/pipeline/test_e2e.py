@@ -50,7 +50,8 @@ def assert_exactly_once(stack: Stack, finals: list[dict]) -> None:
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """One deployment for the embedded tests (booting one costs ~10 s); tests filter by their own submissions."""
-    stack = Stack(tmp_path_factory.mktemp("embedded"))
+    # The deployment serves the labels of the extra worker pools some tests start (EVALUATOR_HARDWARE_LABELS).
+    stack = Stack(tmp_path_factory.mktemp("embedded"), env={"EVALUATOR_HARDWARE_LABELS": "cpu,cpu-broken,cpu-prestart"})
     try:
         stack.setup()
         stack.start_web()

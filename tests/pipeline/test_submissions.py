@@ -61,7 +61,8 @@ def test_static_audit_of_an_upload_flags_the_hack_and_not_the_correct_kernel(dem
     assert not AuditFlag.objects.filter(kernel=clean, verdict__in=["suspicious", "hack"]).exists()
 
 
-def test_hardware_picks_the_queue(demo_problems, sent, django_capture_on_commit_callbacks) -> None:
+def test_hardware_picks_the_queue(demo_problems, sent, django_capture_on_commit_callbacks, settings) -> None:
+    settings.EVALUATOR_HARDWARE_LABELS = ["cpu", "h200"]
     with django_capture_on_commit_callbacks(execute=True):
         create(make_zip({kernel_name(1, 1): demo_kernel(1, 1)}), hardware="H200")
     assert [c["queue"] for c in sent.calls] == ["eval-h200"]

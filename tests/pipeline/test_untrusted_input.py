@@ -3,7 +3,9 @@ hardware labels nobody serves, and request bodies over the upload cap (refused b
 
 from __future__ import annotations
 
+import io
 import json
+import random
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -114,3 +116,97 @@ def test_odd_hardware_in_a_query_string_is_not_a_500(db, value):
         response = client.get(url, {"hardware": value, "level": "²", "sort": "\r\n"})
         assert response.status_code < 500, (url, response.status_code)
         assert "Set-Cookie" not in response.get("Content-Disposition", "")
+
+
+# --- Hardware labels: only the pools this deployment serves (EVALUATOR_HARDWARE_LABELS) ---------------------------
+
+
+@pytest.mark.parametrize("hardware", ["h200", "H200", "sec-noqueue"])
+def test_a_hardware_label_nobody_serves_is_a_400_naming_the_valid_ones(demo_problems, api, web, hardware):
+    data = make_zip({kernel_name(1, 1): GOOD})
+    response = api.post(
+        "/api/submissions/",
+        {"bundle": SimpleUploadedFile("run.zip", data), "llm": "m", "problem_set": DEMO_SET, "hardware": hardware},
+    )
+    assert response.status_code == 400
+    assert "cpu" in response.json()["detail"] and "EVALUATOR_HARDWARE_LABELS" in response.json()["detail"]
+    page = web.post(
+        "/submit/",
+        {"bundle": SimpleUploadedFile("run.zip", data), "new_llm": "m", "problem_set": DEMO_SET, "hardware": hardware},
+    )
+    assert page.status_code == 400 and b"EVALUATOR_HARDWARE_LABELS" in page.content
+    assert not Submission.objects.exists()
+
+
+def test_configured_hardware_labels_are_accepted(demo_problems, api, settings):
+    settings.EVALUATOR_HARDWARE_LABELS = ["cpu", "h200"]
+    for sample, hardware in enumerate(("h200", "cpu", "")):
+        response = api.post(
+            "/api/submissions/",
+            {"bundle": SimpleUploadedFile("run.zip", make_zip({kernel_name(1, 1, sample): GOOD})), "llm": "m",
+             "problem_set": DEMO_SET, "hardware": hardware},
+        )  # fmt: skip
+        assert response.status_code == 202, response.content
+    assert sorted(Submission.objects.values_list("hardware", flat=True)) == ["cpu", "cpu", "h200"]
+
+
+# --- The body cap: BUNDLE_MAX_BYTES, checked before the body is read ----------------------------------------------
+
+
+class TrackedInput(io.RawIOBase):
+    """A request body that records how much of it was read."""
+
+    def __init__(self, size: int) -> None:
+        self.left, self.read_bytes = size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        n = self.left if size is None or size < 0 else min(size, self.left)
+        self.left -= n
+        self.read_bytes += n
+        return b"x" * n
+
+    def readline(self, size: int = -1) -> bytes:
+        return self.read(size if size and size > 0 else 1024)
+
+
+MULTIPART = "multipart/form-data; boundary=BoUnDaRy"
+
+
+def test_an_oversized_body_is_refused_on_its_content_length_unread(demo_problems, api, web, settings):
+    settings.BUNDLE_MAX_BYTES = 1000
+    body = TrackedInput(100 * 1024 * 1024)
+    environ = {"wsgi.input": body, "CONTENT_LENGTH": str(100 * 1024 * 1024)}
+    response = api.generic("POST", "/api/submissions/", content_type=MULTIPART, **environ)
+    assert response.status_code == 413
+    assert response["Content-Type"].startswith("application/json")
+    assert "BUNDLE_MAX_BYTES" in response.json()["detail"] and "1000" in response.json()["detail"]
+    page = web.generic("POST", "/submit/", content_type=MULTIPART, **environ)
+    assert page.status_code == 413 and page["Content-Type"].startswith("text/html")
+    assert b"BUNDLE_MAX_BYTES" in page.content and b"<html" in page.content
+    assert body.read_bytes == 0
+    assert not Submission.objects.exists()
+
+
+def test_a_chunked_body_is_cut_off_at_the_cap(demo_problems, api, web, settings):
+    settings.BUNDLE_MAX_BYTES = 1000
+    for client, path in ((api, "/api/submissions/"), (web, "/submit/")):
+        body = TrackedInput(5 * 1024 * 1024)
+        environ = {"wsgi.input": body, "wsgi.input_terminated": True}
+        response = client.generic("POST", path, content_type=MULTIPART, **environ)
+        assert response.status_code == 413
+        assert body.read_bytes < 1024 * 1024  # the cap plus the form's envelope, not the 5 MiB sent
+    assert not Submission.objects.exists()
+
+
+def test_a_bundle_over_the_cap_inside_a_small_body_is_a_413_too(demo_problems, api, web, settings):
+    settings.BUNDLE_MAX_BYTES = 1000
+    data = make_zip({kernel_name(1, 1): GOOD, "padding.bin": random.Random(0).randbytes(2000)})
+    assert len(data) > 1000
+    response = api.post("/api/submissions/", {"bundle": SimpleUploadedFile("run.zip", data), "llm": "m"})
+    assert response.status_code == 413 and "BUNDLE_MAX_BYTES" in response.json()["detail"]
+    page = web.post("/submit/", {"bundle": SimpleUploadedFile("run.zip", data), "new_llm": "m"})
+    assert page.status_code == 413 and b"BUNDLE_MAX_BYTES" in page.content
+    assert not Submission.objects.exists()
