@@ -18,7 +18,7 @@ from tests.pipeline.helpers import DEMO_DIR, REPO_ROOT
 
 PYTHON = sys.executable
 CELERY = str(Path(sys.executable).parent / "celery")
-SCRUBBED = ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "SQLITE_PATH", "VAR_DIR", "CELERY_QUEUE_DIR",
+SCRUBBED = ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "CACHE_URL", "SQLITE_PATH", "VAR_DIR", "CELERY_QUEUE_DIR",
             "DJANGO_SETTINGS_MODULE", "CELERY_TASK_ALWAYS_EAGER")  # fmt: skip
 
 SETUP = """
