@@ -55,9 +55,12 @@ def to_fragment(fig: go.Figure, div_id: str) -> str:
     """A <div> and its figure as JSON (drawn by static/js/charts.js after layout), or a sentence for an empty chart."""
     if reason := empty_reason(fig):
         return format_html('<p class="chart-empty" id="{}">{}</p>', div_id, reason)
+    # The title goes in the page (an <h3> in the card, see _charts.html), where it wraps on a phone and no mode
+    # bar covers it.
     fig.update_layout(
+        title=None,
         autosize=True,
-        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+        margin={"l": 60, "r": 20, "t": 30, "b": 50},
         font={"family": "system-ui, sans-serif"},
         modebar={"orientation": "v"},
     )
@@ -165,6 +168,11 @@ def decomposition_figure(counts_by_level: Mapping[str, Counter]) -> go.Figure:
     return fig
 
 
+def _short(name: str, limit: int = 24) -> str:
+    """Row labels short enough to leave the cells room on a phone."""
+    return name if len(name) <= limit else name[: limit - 1] + "\u2026"
+
+
 def heatmap_figure(
     problems: Mapping[int, tuple[int, int, str]],
     llms: Mapping[int, str],
@@ -181,7 +189,7 @@ def heatmap_figure(
     failures = failures or {}
     problem_ids = sorted(problems, key=lambda pk: problems[pk][:2])
     llm_ids = sorted(llms, key=lambda i: llms[i].lower())
-    y = [f"L{problems[pk][0]}/{problems[pk][1]} {problems[pk][2]}"[:40] for pk in problem_ids]
+    y = [f"L{problems[pk][0]}/{problems[pk][1]} {_short(problems[pk][2])}" for pk in problem_ids]
     x = [llms[i] for i in llm_ids]
     z, text, links, missing_z, missing_text, missing_hover = [], [], [], [], [], []
     for pk in problem_ids:
@@ -226,6 +234,7 @@ def heatmap_figure(
             xgap=1,
             ygap=1,
             hovertemplate="%{y}<br>%{x}: %{text}<extra></extra>",
+            hoverongaps=False,
             colorbar={"title": "speedup", "tickvals": ticks, "ticktext": [f"{2.0**t:g}{TIMES}" for t in ticks]},
         )
     )
@@ -253,6 +262,7 @@ def heatmap_figure(
             xgap=1,
             ygap=1,
             hovertemplate="%{y}<br>%{x}: %{customdata}<extra></extra>",
+            hoverongaps=False,
             name="no speedup",
         )
     )
