@@ -19,6 +19,7 @@ if __name__ == "__main__":
 import builtins
 import importlib.util
 import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -30,6 +31,7 @@ import torch.utils.cpp_extension
 
 from evaluator.harness import timing as _timing_module
 from evaluator.harness import worker_base as _base_module
+from evaluator.harness.cuda_fd import Exporter
 from evaluator.harness.handover import export_cuda
 from evaluator.harness.timing import time_calls
 from evaluator.harness.worker_base import (
@@ -160,7 +162,8 @@ class Candidate:
         self.task_base: int | None = None
         self.kept: dict[int, Any] = {}
         self.problem: dict[str, Any] = {}
-        self.ipc = False
+        self.handover = "file"  # "cuda_fd", "cuda_ipc" or "file" (handover.py, cuda_fd.py)
+        self.exporter: Exporter | None = None
         self.exports: list[torch.Tensor] = []  # outputs shared by CUDA IPC, alive until the orchestrator's release
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -236,15 +239,23 @@ class Candidate:
         return _make_inputs(self.problem, int(seed), scale, self.device)
 
     def probe_handover(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Export a known tensor by CUDA IPC; the orchestrator asks the reference worker to read it back."""
+        """Publish a known tensor (through the shared fd buffer when given its socket, else by CUDA IPC); the
+        orchestrator asks the reference worker to read it back."""
         if not self.device.startswith("cuda"):
             return {"desc": None}
         probe = torch.arange(1024, dtype=torch.float32, device=self.device)
+        if msg.get("fd_socket") is not None:
+            try:
+                sock = socket.socket(fileno=int(msg["fd_socket"]))
+                self.exporter = Exporter(sock, torch.cuda.current_device())
+                return {"desc": self.exporter.publish(probe)}
+            except Exception as exc:  # noqa: BLE001 - the answer is "no", with the reason
+                return {"desc": None, "reason": _base_module.short_exception(exc, 300)}
         self.exports.append(probe)
         return {"desc": _export(probe)}
 
-    def use_ipc(self, msg: dict[str, Any]) -> dict[str, Any]:
-        self.ipc = bool(msg["ipc"])
+    def use_handover(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.handover = str(msg["handover"])
         self.exports = []
         return {}
 
@@ -257,7 +268,9 @@ class Candidate:
     def _publish(self, out: torch.Tensor, path: str) -> dict[str, Any]:
         """Hand an output to the clean side: a CUDA IPC descriptor (kept alive until release) or a file."""
         out = _detach(out)
-        if self.ipc:
+        if self.handover == "cuda_fd" and self.exporter is not None:
+            return self.exporter.publish(out)
+        if self.handover == "cuda_ipc":
             try:
                 desc = _export(out)
             except Exception:  # noqa: BLE001 - memory not from the caching allocator (e.g. an extension's own)
@@ -426,7 +439,7 @@ def main() -> None:
             "set_problem": state.set_problem,
             "extensions_dir": state.extensions_dir,
             "probe_handover": state.probe_handover,
-            "use_ipc": state.use_ipc,
+            "use_handover": state.use_handover,
             "release": state.release,
         }
     )

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 MAX_DIMS = 16
-_DTYPES = {
+DTYPES = _DTYPES = {
     str(d): d
     for d in (
         torch.float32,

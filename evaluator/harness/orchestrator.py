@@ -13,6 +13,7 @@ import hashlib
 import os
 import secrets
 import shutil
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +23,16 @@ from typing import Any
 from evaluator.harness.compile_cache import CacheEntry, cache_key
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
 from evaluator.harness.hardening import become_subreaper, kill_adopted_children
-from evaluator.harness.privileges import Identity, candidate_identity, check_runtime, give_to, open_path, take_back
+from evaluator.harness.namespaces import BUILD_DIR, Plan, SandboxUnavailable, bwrap_path, choose_mode
+from evaluator.harness.privileges import (
+    Identity,
+    UidLease,
+    candidate_identity,
+    check_runtime,
+    give_to,
+    open_path,
+    take_back,
+)
 from evaluator.harness.protocol import (
     DISTRIBUTIONS,
     HARD_CHECKS,
@@ -41,6 +51,8 @@ from evaluator.harness.sandbox import Worker, WorkerError, build_env
 from evaluator.harness.timing_phase import TimingPhase
 
 Emit = Callable[[dict[str, Any]], None]
+# Steps without a like-for-like counterpart on the other side: they neither set nor obey the hang yardstick.
+NOT_A_YARDSTICK = frozenset({"warm_up", "setup", "load", "extensions_dir", "set_problem", "probe_handover"})
 
 
 class HarnessInfraError(Exception):
@@ -99,7 +111,11 @@ class Evaluation(TimingPhase):
         self.input_bytes = 0
         self.timing_sets = 0
         self.closed = False
-        self.ipc = False  # outputs come back by CUDA IPC (else through files in self.io)
+        self.ipc = False  # outputs come back on the device (cuda_fd or cuda_ipc), else through files in self.io
+        self.sandbox = "none"  # "namespaces", "uid" or "none" (namespaces.py)
+        self.lease: UidLease | None = None
+        self.fd_socks: tuple[socket.socket, socket.socket] | None = None  # cuda_fd hand-over: (candidate, ref)
+        self.ref_slowest = 0.0  # seconds of the reference's slowest step so far: the yardstick for a hang
         self.footprint: int | None = None  # one input set + output, from a meta-device forward
         self.fresh_base_times: list[float] = []
         self.fresh_times: list[float] = []
@@ -116,8 +132,11 @@ class Evaluation(TimingPhase):
 
     def ask_ref(self, message: dict[str, Any]) -> dict[str, Any]:
         assert self.ref is not None
+        started = time.monotonic()
         try:
             reply = self.ref.request(message, self.left())
+            if message["cmd"] not in NOT_A_YARDSTICK:
+                self.ref_slowest = max(self.ref_slowest, time.monotonic() - started)
         except WorkerError as exc:
             if exc.kind == "timeout":
                 self.fail("timeout", f"timed out after {self.spec.timeout:.0f} s (reference side, {message['cmd']})")
@@ -126,11 +145,27 @@ class Evaluation(TimingPhase):
             raise HarnessInfraError(f"reference {message['cmd']} failed: {reply.get('error', '')}")
         return reply
 
+    def hang_limit(self, cmd: str) -> float | None:
+        """Seconds a candidate step may take before it counts as a hang: far past the reference's slowest step
+        (compiling and start-up have no reference counterpart and are bounded by the harness timeout only)."""
+        if cmd in NOT_A_YARDSTICK or not self.ref_slowest:
+            return None
+        return self.opts.hang_factor * self.ref_slowest + self.opts.hang_grace_s
+
     def ask_cand(self, message: dict[str, Any], status: str = "runtime_error") -> dict[str, Any]:
         assert self.cand is not None
+        cap = self.hang_limit(message["cmd"])
+        budget = self.left() if cap is None else min(self.left(), cap)
         try:
-            reply = self.cand.request(message, self.left())
+            reply = self.cand.request(message, budget)
         except WorkerError as exc:
+            if exc.kind == "timeout" and cap is not None and budget < self.left():
+                self.fail(
+                    "timeout",
+                    f"the kernel hung: {message['cmd']} ran past {cap:.0f} s ({self.opts.hang_factor:g}x the "
+                    f"reference's slowest step of {self.ref_slowest:.2f} s, plus {self.opts.hang_grace_s:g} s); "
+                    "its processes were killed and the GPU released",
+                )
             if exc.kind == "timeout":
                 self.fail(
                     "timeout",
@@ -209,23 +244,51 @@ class Evaluation(TimingPhase):
             "cpu_seconds": int(self.spec.timeout) + 60,
         }
         python = self.spec.python or sys.executable
-        # The kernel runs as an unprivileged user when we are root (privileges.py): it owns its own dir (the io dir
-        # inside it too: the reference, as root, still writes there), may enter the work dir but not list it, and may
-        # not enter the reference's dir at all.
+        # The kernel runs as an unprivileged user when we are root (privileges.py), one uid per evaluation: it owns
+        # its own dir (the io dir inside it too: the reference, as root, still writes there), may enter the work dir
+        # but not list it, and may not enter the reference's dir at all. Around it, its namespaces (namespaces.py).
         try:
-            ident = candidate_identity()
-        except ValueError as exc:
+            self.lease = UidLease(self.work.parent / ".sandbox-uids")
+            ident = candidate_identity(lease=self.lease)
+            uid, gid = ident if ident is not None else (os.getuid(), os.getgid())
+            self.sandbox, why = choose_mode(uid=uid, gid=gid)
+        except (ValueError, RuntimeError, SandboxUnavailable) as exc:
             raise HarnessInfraError(str(exc)) from exc
-        self.record["environment"]["candidate_uid"] = ident[0] if ident else None
+        env = self.record["environment"]
+        env.update(candidate_uid=ident[0] if ident else None, sandbox=self.sandbox, sandbox_reason=why)
         self.ident = ident
         if ident is not None:
             open_path(self.work, ident)
             os.chmod(self.work, 0o711)
             os.chmod(self.ref_dir, 0o700)
+        plan: Plan | None = None
+        if self.sandbox == "namespaces":
+            (self.cand_dir / "build").mkdir(exist_ok=True)
+            bwrap = bwrap_path()
+            assert bwrap is not None  # choose_mode found it
+            plan = Plan(
+                bwrap=bwrap,
+                python=python,
+                private_dir=self.cand_dir,
+                build_dir=self.cand_dir / "build",
+                etc_dir=self.work / "sandbox-etc",
+                cuda=self.cuda,
+                tmp_bytes=self.opts.tmp_mb << 20,
+                uid=uid,
+                gid=gid,
+            )
+            plan.write_etc()
+        if ident is not None:
             give_to(self.cand_dir, ident)
             os.chmod(self.io, 0o700)
+        if self.cuda:  # the zero-copy output hand-over's socket (cuda_fd.py): one end for each worker
+            self.fd_socks = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            for sock in self.fd_socks:
+                os.set_inheritable(sock.fileno(), True)
         cand_env = build_env(private_dir=self.cand_dir)
-        unusable = check_runtime(python, ident, env=cand_env, cwd=self.cand_dir)
+        if plan is not None:
+            cand_env["USER"] = cand_env["LOGNAME"] = "kernel"
+        unusable = check_runtime(python, ident, env=cand_env, cwd=self.cand_dir, wrap=plan.wrap if plan else None)
         if unusable:  # fail closed: never fall back to running the kernel as root, never blame the kernel for it
             raise HarnessInfraError(unusable)
         self.ref = Worker(
@@ -235,15 +298,19 @@ class Evaluation(TimingPhase):
             limits=limits,
             python=python,
             memory_limit_bytes=memory,
+            extra_fds=(self.fd_socks[1].fileno(),) if self.fd_socks else (),
         )
         self.cand = Worker(
             role="candidate",
             private_dir=self.cand_dir,
             env=cand_env,
-            limits=limits,
+            limits={**limits, "pid_namespace": plan is not None},
             python=python,
             memory_limit_bytes=memory,
             run_as=ident,
+            wrap=plan.wrap if plan else None,
+            extra_fds=(self.fd_socks[0].fileno(),) if self.fd_socks else (),
+            disk_limit_bytes=self.opts.work_dir_mb << 20,
         )
         self.ref.start()
         self.emit({"event": "worker", "role": "reference", "pid": self.ref.pid})
@@ -279,6 +346,7 @@ class Evaluation(TimingPhase):
 
         started = time.monotonic()
         ext_dir = self.cand_dir / "torch_extensions"
+        sandboxed = self.sandbox == "namespaces"
         cache_state = "disabled"
         if self.spec.compile_cache_dir:
             key = cache_key(
@@ -291,9 +359,19 @@ class Evaluation(TimingPhase):
             if not self.cache.acquire(max(self.left() - 5, 1)):
                 raise HarnessInfraError("compile cache entry stayed locked")
             cache_state = "hit" if self.cache.check_hit() else "miss"
-            ext_dir = self.cache.build_dir
-            open_path(ext_dir, self.ident)
-            give_to(ext_dir, self.ident)  # torch writes a lock file and build.ninja there even on a hit
+            if sandboxed:
+                # The kernel never sees the cache: a hit is copied into its own build folder, which it sees at one
+                # fixed path (BUILD_DIR) in every evaluation, so ninja finds the copied build up to date.
+                ext_dir = Path(BUILD_DIR)
+                if cache_state == "hit":
+                    shutil.copytree(self.cache.build_dir, self.cand_dir / "build", symlinks=True, dirs_exist_ok=True)
+                    give_to(self.cand_dir / "build", self.ident)
+            else:
+                ext_dir = self.cache.build_dir
+                open_path(ext_dir, self.ident)
+                give_to(ext_dir, self.ident)  # torch writes a lock file and build.ninja there even on a hit
+        elif sandboxed:
+            ext_dir = Path(BUILD_DIR)
         self.record["environment"]["compile_cache"] = cache_state
         try:
             loaded = self.ask_cand(
@@ -313,7 +391,9 @@ class Evaluation(TimingPhase):
             raise
         finally:
             self.phase("compile", started)
-        if self.cache:
+        if self.cache and sandboxed:
+            self._cache_sandboxed_build(cache_state, loaded["compile_s"])
+        elif self.cache:
             # Built: from now on the kernel cannot change the entry, except triton/, which Triton only fills at the
             # first call (its files are not in the manifest, so anything there makes the next check a rebuild).
             take_back(self.cache.build_dir, self.ident)
@@ -332,6 +412,28 @@ class Evaluation(TimingPhase):
             self.record["status"] = "ok"
             self.record["error"] = "compile only: nothing else was run"
             raise CandidateFailed("compile only")
+
+    def _cache_sandboxed_build(self, cache_state: str, compile_s: float) -> None:
+        """After a sandboxed import: a fresh build goes into the cache (copied out of the kernel's folder, without
+        links or anything but regular files and folders, before the kernel runs again); a kernel that built nothing
+        at import leaves no entry."""
+        assert self.cache is not None
+        built = self.cand_dir / "build"
+        if cache_state == "miss":
+            names = [p.name for p in built.iterdir() if p.name not in ("lock", "triton")] if built.is_dir() else []
+            if names:
+                shutil.rmtree(self.cache.build_dir, ignore_errors=True)
+                shutil.copytree(
+                    built,
+                    self.cache.build_dir,
+                    symlinks=True,
+                    ignore=lambda d, files: [f for f in files if f in ("lock", "triton") or os.path.islink(f"{d}/{f}")],
+                )
+                take_back(self.cache.build_dir, self.ident)
+                self.cache.commit(compile_s)
+            else:
+                self.cache.discard()
+        self.cache.release()
 
     @contextlib.contextmanager
     def _gpu(self, mode: str) -> Iterator[None]:
@@ -369,20 +471,34 @@ class Evaluation(TimingPhase):
         """Give the candidate the problem's get_inputs (inputs are regenerated from seeds on both sides, never
         shipped) and pick how outputs travel back: CUDA IPC when the reference can open the candidate's handles."""
         self.ask_cand({"cmd": "set_problem", "source": Path(self.spec.problem_path).read_text()})
-        self.ipc, reason = False, "cpu device" if not self.cuda else None
-        if self.cuda:
+        handover, reasons = "file", ["cpu device"] if not self.cuda else []
+        if self.fd_socks is not None:  # zero-copy across the sandbox: a shared buffer passed as a file descriptor
+            cand_fd, ref_fd = (sock.fileno() for sock in self.fd_socks)
+            offer = self.ask_cand({"cmd": "probe_handover", "fd_socket": cand_fd})
+            if offer.get("desc"):
+                probe = self.ask_ref({"cmd": "probe_handover", "desc": offer["desc"], "fd_socket": ref_fd})
+                handover = "cuda_fd" if probe.get("opened") else handover
+                reasons.append(f"cuda_fd: {probe.get('reason')}")
+            else:
+                reasons.append(f"cuda_fd: {offer.get('reason')}")
+        if self.cuda and handover == "file":  # legacy CUDA IPC handles: same user and namespaces only
             desc = self.ask_cand({"cmd": "probe_handover"})["desc"]
             probe = self.ask_ref({"cmd": "probe_handover", "desc": desc})
-            self.ipc, reason = bool(probe.get("opened")), probe.get("reason")
-            self.ask_cand({"cmd": "use_ipc", "ipc": self.ipc})
-        self.record["environment"]["output_handover"] = "cuda_ipc" if self.ipc else f"file ({reason or 'probe failed'})"
+            handover = "cuda_ipc" if probe.get("opened") else handover
+            reasons.append(f"cuda_ipc: {probe.get('reason')}")
+        if self.cuda:
+            self.ask_cand({"cmd": "use_handover", "handover": handover})
+        self.ipc = handover != "file"
+        self.record["environment"]["output_handover"] = (
+            handover if self.ipc else f"file ({'; '.join(str(r) for r in reasons) or 'probe failed'})"
+        )
 
     def _output(self, desc: Any, path: str) -> dict[str, Any]:
         """What the reference needs to read one published output; the path is always ours, never the kernel's."""
         return {"desc": desc if isinstance(desc, dict) else {}, "path": path}
 
     def _release(self) -> None:
-        if self.ipc:
+        if self.ipc:  # cuda_ipc keeps exported outputs alive until now; cuda_fd reuses one buffer (a no-op there)
             self.ask_cand({"cmd": "release"})
 
     # --- correctness -----------------------------------------------------------------------------------------
@@ -657,8 +773,13 @@ class Evaluation(TimingPhase):
             )
         if self.cache is not None:
             self.cache.release()
+        for sock in self.fd_socks or ():
+            sock.close()
         if not self.opts.keep_workdir:
             shutil.rmtree(self.io, ignore_errors=True)
+            shutil.rmtree(self.cand_dir / "build", ignore_errors=True)
+        if self.lease is not None:
+            self.lease.release()  # after the kernel's processes are gone: the next evaluation may take this uid
         self.phase("shutdown", started)
 
     def _environment(self) -> None:

@@ -4,9 +4,11 @@ A kernel is untrusted code. Run as the evaluator's own user (root in CI and on t
 on the machine (red-team class C2, tests/redteam/abuse/write_outside_workdir.py). So when the orchestrator runs as root
 (effective uid 0) the candidate worker is started as an unprivileged user instead (sandbox.Worker's `run_as`):
 
-- `KBV_SANDBOX_USER` names that user: a user name (default `nobody`; 65534:65534 when the name does not exist) or a
-  numeric `uid[:gid]`. `off` keeps the candidate as the evaluator's user (a machine where the sandbox user cannot open
-  the GPU's device nodes, say). When the evaluator is not root there is nothing to drop to: the candidate runs as the
+- `KBV_SANDBOX_USER` names that user: `auto` (default) leases a uid of the evaluation's own from a pool
+  (200000 + slot, see UidLease), so concurrent kernels never share a user; or a user name (65534:65534 when the
+  name does not exist) or a numeric `uid[:gid]`, shared by every evaluation. `off` keeps the candidate as the
+  evaluator's user (a machine where the sandbox user cannot open the GPU's device nodes, say).
+  When the evaluator is not root there is nothing to drop to: the candidate runs as the
   evaluator's user, as before. The runner passes the variable to the harness process; workers never see it.
 - The worker keeps no supplementary groups. What becomes the user's: the candidate's private dir (HOME, TMPDIR, cwd,
   its torch_extensions) with the io dir inside it, and, while the kernel builds, the compile-cache entry it builds
@@ -19,9 +21,9 @@ on the machine (red-team class C2, tests/redteam/abuse/write_outside_workdir.py)
   infrastructure error naming the directory in the way. `python -m evaluator.harness.privileges --open` (run by
   `make install`) adds o+x along those paths once, e.g. on /root when Python lives in /root/.pyenv.
 
-Not covered: every evaluation's candidate is the same user, so concurrent candidates can reach each other's files (by
-/proc/<pid>/cwd); nothing filters syscalls or the network; whatever is world-readable stays readable. A container per
-evaluation (runner.py is the seam) remains the stronger sandbox.
+The user is one layer; the namespaces sandbox (namespaces.py: no network, a private view of the file system and of
+the processes) is the other, and the one that hides what is world-readable. Without bwrap (mode "uid") the user is
+all there is: no network isolation, and everything world-readable stays readable.
 """
 
 from __future__ import annotations
@@ -32,14 +34,52 @@ import pwd
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ENV_VAR = "KBV_SANDBOX_USER"
-DEFAULT_USER = "nobody"
+DEFAULT_USER = "auto"  # one uid per evaluation, leased from a pool (see UidLease)
 FALLBACK_IDENTITY = (65534, 65534)
+UID_BASE = 200000  # per-evaluation uids: UID_BASE + slot; no passwd entry needed (the sandbox brings its own)
+UID_SLOTS = 4096
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 Identity = tuple[int, int]
+
+
+class UidLease:
+    """One uid of the per-evaluation pool, held (an flock on its slot file) for as long as the evaluation runs, so
+    two kernels evaluated at once never share a Unix user: neither can read, write or signal the other's files or
+    processes. Slot files live in a root-only folder beside the evaluations' work folders."""
+
+    def __init__(self, slots_dir: Path) -> None:
+        self.slots_dir = Path(slots_dir)
+        self._fh: Any = None
+        self.identity: Identity | None = None
+
+    def acquire(self) -> Identity:
+        import fcntl
+
+        self.slots_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        start = os.getpid() % UID_SLOTS  # spread concurrent evaluations; any free slot will do
+        for step in range(UID_SLOTS):
+            slot = (start + step) % UID_SLOTS
+            fh = open(self.slots_dir / f"{slot}.lock", "w")  # noqa: SIM115 - held until release()
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.close()
+                continue
+            self._fh = fh
+            self.identity = (UID_BASE + slot, UID_BASE + slot)
+            return self.identity
+        raise RuntimeError(f"all {UID_SLOTS} sandbox uids are in use")
+
+    def release(self) -> None:
+        if self._fh is not None:
+            self._fh.close()  # closing drops the flock
+            self._fh = None
 
 
 def parse_identity(value: str) -> Identity | None:
@@ -72,12 +112,16 @@ def parse_identity(value: str) -> Identity | None:
     return entry.pw_uid, entry.pw_gid
 
 
-def candidate_identity(environ: dict[str, str] | None = None) -> Identity | None:
-    """(uid, gid) the candidate worker must run as, or None to run it as this process's own user."""
+def candidate_identity(environ: dict[str, str] | None = None, *, lease: UidLease | None = None) -> Identity | None:
+    """(uid, gid) the candidate worker must run as, or None to run it as this process's own user. `auto` (the
+    default) takes a uid of its own for this evaluation from `lease` (65534 when no lease is given)."""
     if os.geteuid() != 0:
         return None
     env = os.environ if environ is None else environ
-    return parse_identity(env.get(ENV_VAR, DEFAULT_USER))
+    value = env.get(ENV_VAR, DEFAULT_USER).strip() or DEFAULT_USER
+    if value.lower() == "auto":
+        return lease.acquire() if lease is not None else FALLBACK_IDENTITY
+    return parse_identity(value)
 
 
 # --- permissions, as the kernel would see them (mode bits; ACLs are not read) ---------------------------------------
@@ -191,22 +235,29 @@ _PROBE = (  # argv[1]: the worker's own dir, by the absolute path the orchestrat
 )
 
 
-def check_runtime(python: str, ident: Identity | None, *, env: dict[str, str], cwd: Path) -> str | None:
+def check_runtime(
+    python: str,
+    ident: Identity | None,
+    *,
+    env: dict[str, str],
+    cwd: Path,
+    wrap: Callable[[list[str]], list[str]] | None = None,
+) -> str | None:
     """None when `ident` can start `python`, reach `cwd` (its own dir) by its path, find torch and this repository's
     harness; else why not.
 
     The answer comes from a real process (the interpreter as that user, ~50 ms), so that group or ACL rules are judged
     by the kernel. Without it, a candidate worker that cannot even start would look like a kernel that crashed."""
-    if ident is None:
+    if ident is None and wrap is None:
         return None
+    argv = [python, "-c", _PROBE, str(Path(cwd).resolve())]
+    identity = {"user": ident[0], "group": ident[1], "extra_groups": []} if ident is not None else {}
     try:
         done = subprocess.run(
-            [python, "-c", _PROBE, str(Path(cwd).resolve())],
+            wrap(argv) if wrap else argv,
             cwd=cwd,
             env=env,
-            user=ident[0],
-            group=ident[1],
-            extra_groups=[],
+            **identity,  # type: ignore[arg-type]
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=60,
@@ -218,6 +269,8 @@ def check_runtime(python: str, ident: Identity | None, *, env: dict[str, str], c
     except (OSError, subprocess.SubprocessError) as exc:
         why = f"{type(exc).__name__}: {exc}"
     places = [Path(python), Path(sys.prefix), Path(sys.base_prefix), REPO_ROOT, cwd]
+    if ident is None:
+        return f"the sandbox cannot run the candidate worker with {python}: {why}"
     blocked = next((b for b in (blocked_at(p, ident, itself=p.is_dir()) for p in places) if b is not None), None)
     where = f"; {blocked} is not searchable by uid {ident[0]}" if blocked else ""
     return (
@@ -236,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        ident = candidate_identity()
+        ident = candidate_identity()  # for `auto`, a stand-in uid: every pool uid is an "other" to these folders
     except ValueError as exc:
         print(f"sandbox: {exc}")
         return 2

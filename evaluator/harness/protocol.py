@@ -106,6 +106,12 @@ class Options:
     gpu_lock_dir: str = ""  # set: evaluations sharing a GPU take turns for timing (gpu_lock.py)
     gpu_share_max_mb: int = 1024  # larger input sets (or unknown sizes) take the GPU alone for correctness too
     paper_loop: bool = False  # also time KernelBench's fixed no-flush loop on both sides, for comparison only
+    tmp_mb: int = 1024  # size of each of the sandbox's private tmpfs: /tmp, /var/tmp, /dev/shm
+    work_dir_mb: int = 8192  # bytes the kernel may keep in its work folder (outputs, its extension builds)
+    # A candidate call that runs past hang_factor x the reference's slowest step + hang_grace_s is a hang: the
+    # evaluation ends as a timeout then (and frees the GPU), not after the whole harness timeout.
+    hang_factor: float = 20.0
+    hang_grace_s: float = 30.0
 
     @classmethod
     def build(cls, options: dict[str, Any] | None = None) -> Options:

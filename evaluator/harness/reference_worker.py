@@ -7,6 +7,7 @@ Run as `python -m evaluator.harness.reference_worker CMD_FD REPLY_FD LIMITS_JSON
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ if __name__ == "__main__":
 import torch
 
 from evaluator.harness.compare import compare_outputs, nonfinite
-from evaluator.harness.handover import open_cuda
+from evaluator.harness.cuda_fd import Importer
+from evaluator.harness.handover import DTYPES, open_cuda
 from evaluator.harness.protocol import VERIFIED_TOLERANCE
 from evaluator.harness.timing import time_calls
 from evaluator.harness.worker_base import (
@@ -55,6 +57,7 @@ class Reference:
         self.recheck_refs: dict[int, torch.Tensor] = {}
         self.compiled: Any = None
         self.flusher: L2Flusher | None = None
+        self.importer: Importer | None = None  # the candidate's shared output buffer (cuda_fd hand-over)
 
     # --- setup and correctness -------------------------------------------------------------------------------
 
@@ -139,6 +142,8 @@ class Reference:
         that stands for it when it cannot be read."""
         desc = output.get("desc") or {}
         try:
+            if desc.get("kind") == "cuda_fd" and self.importer is not None:
+                return self.importer.read(desc, DTYPES), None
             if desc.get("kind") == "cuda_ipc":
                 return open_cuda(desc, self.device), None
             return load_untrusted_file(output["path"], self.device), None
@@ -152,7 +157,13 @@ class Reference:
     def probe_handover(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Can this process open the candidate's CUDA IPC handles? (Not across Unix users or some containers.)"""
         try:
-            got = open_cuda(msg["desc"], self.device)
+            desc = msg["desc"] or {}
+            if desc.get("kind") == "cuda_fd":
+                sock = socket.socket(fileno=int(msg["fd_socket"]))
+                self.importer = Importer(sock, torch.cuda.current_device())
+                got = self.importer.read(desc, DTYPES)
+            else:
+                got = open_cuda(desc, self.device)
         except Exception as exc:  # noqa: BLE001 - the answer is "no", with the reason
             return {"opened": False, "reason": short_exception(exc, 300)}
         same = bool(torch.equal(got, torch.arange(got.numel(), dtype=got.dtype, device=got.device)))

@@ -1,5 +1,6 @@
 """Spawning and talking to worker processes: scrubbed environment, own session, limits, own Unix user (the
-candidate, when the evaluator is root: see privileges.py), pipes, watchdog.
+candidate, when the evaluator is root: see privileges.py), its namespaces sandbox (namespaces.py), pipes, watchdogs
+for host memory and for the bytes kept in its work folder.
 
 stdlib only. The orchestrator owns both ends of each worker's pipes; a worker's stdout and stderr go to a log file
 that is only ever shown cut to its head and tail (never parsed).
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +75,16 @@ def process_group_rss(pgid: int) -> int:
     return total
 
 
+def folder_bytes(root: Path) -> int:
+    """Bytes allocated by the files under a folder (never following links: the tree is a kernel's)."""
+    total = 0
+    for dirpath, _, files in os.walk(root, followlinks=False):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+    return total
+
+
 def kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
@@ -96,6 +108,9 @@ class Worker:
         python: str | None = None,
         memory_limit_bytes: int = 0,
         run_as: Identity | None = None,
+        wrap: Callable[[list[str]], list[str]] | None = None,
+        extra_fds: tuple[int, ...] = (),
+        disk_limit_bytes: int = 0,
     ) -> None:
         self.role = role
         self.private_dir = private_dir
@@ -104,6 +119,9 @@ class Worker:
         self.python = python or sys.executable
         self.memory_limit_bytes = memory_limit_bytes
         self.run_as = run_as
+        self.wrap = wrap  # e.g. namespaces.Plan.wrap: the command line that runs the worker in its sandbox
+        self.extra_fds = extra_fds  # inherited at the same numbers (the output hand-over socket)
+        self.disk_limit_bytes = disk_limit_bytes  # bytes the worker may keep in its private dir
         self.proc: subprocess.Popen | None = None
         self.log_path = private_dir / f"{role}.log"
         self._buffer = b""
@@ -133,6 +151,8 @@ class Worker:
             str(rep_w),
             json.dumps(self.limits),
         ]
+        if self.wrap is not None:
+            args = self.wrap(args)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 args,
@@ -141,24 +161,35 @@ class Worker:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
-                pass_fds=(cmd_r, rep_w),
+                pass_fds=(cmd_r, rep_w, *self.extra_fds),
                 start_new_session=True,
                 **identity,
             )
         os.close(cmd_r)
         os.close(rep_w)
-        if self.memory_limit_bytes:
+        if self.memory_limit_bytes or self.disk_limit_bytes:
             threading.Thread(target=self._watch_memory, name=f"rss-{self.role}", daemon=True).start()
 
     def _watch_memory(self) -> None:
         assert self.proc is not None
+        ticks = 0
         while not self._stop.wait(0.05) and self.proc.poll() is None:
-            rss = process_group_rss(self.proc.pid)
-            self.peak_rss = max(self.peak_rss, rss)
-            if rss > self.memory_limit_bytes:
-                self._killed_for = f"host memory limit exceeded ({rss >> 20} MiB > {self.memory_limit_bytes >> 20} MiB)"
-                kill_group(self.proc.pid)
-                return
+            ticks += 1
+            if self.memory_limit_bytes:
+                rss = process_group_rss(self.proc.pid)
+                self.peak_rss = max(self.peak_rss, rss)
+                if rss > self.memory_limit_bytes:
+                    limit = self.memory_limit_bytes >> 20
+                    self._killed_for = f"host memory limit exceeded ({rss >> 20} MiB > {limit} MiB)"
+                    kill_group(self.proc.pid)
+                    return
+            if self.disk_limit_bytes and ticks % 20 == 0:  # once a second: walking a build tree costs more
+                used = folder_bytes(self.private_dir)
+                if used > self.disk_limit_bytes:
+                    limit = self.disk_limit_bytes >> 20
+                    self._killed_for = f"work folder limit exceeded ({used >> 20} MiB > {limit} MiB)"
+                    kill_group(self.proc.pid)
+                    return
 
     def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send one command and wait for its reply; raise WorkerError on death, timeout or memory kill."""

@@ -42,8 +42,8 @@ def apply_limits(limits: dict[str, Any], *, dumpable: bool) -> None:
     RLIMIT_AS is deliberately not used: CUDA reserves huge virtual ranges. RLIMIT_DATA is used only on CPU;
     on CUDA the orchestrator's RSS watchdog enforces host memory instead.
     """
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # if the orchestrator dies, so do we
-    if os.getppid() == 1:
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # if the orchestrator (or the sandbox's init) dies, so do we
+    if os.getppid() == 1 and not limits.get("pid_namespace"):  # in the sandbox, pid 1 is bwrap's init, our parent
         os._exit(70)
     if not dumpable:
         _prctl(PR_SET_DUMPABLE, 0)  # clean workers: same-user processes cannot ptrace us or open our /proc fds

@@ -1,15 +1,15 @@
-# Starts a grandchild process (its pid goes to PID_FILE), then never returns.
+# Starts a grandchild process (its command line carries MARKER, so the test can look for it on the host), then never
+# returns.
 import subprocess
+import sys
 
 import torch.nn as nn
 
-PID_FILE = "__PID_FILE__"
+MARKER = "__MARKER__"
 
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        child = subprocess.Popen(["sleep", "600"])
-        with open(PID_FILE, "w") as fh:
-            fh.write(str(child.pid))
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", MARKER])
         while True:
             pass
