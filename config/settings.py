@@ -68,6 +68,35 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = [h.strip() for h in os.getenv("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in os.getenv("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
+# --- HTTPS (production) -----------------------------------------------------------------------------------------
+# SECURE_HTTPS=True: the site is served only over HTTPS. Plain HTTP is redirected, browsers are told to use HTTPS
+# for a year (HSTS, subdomains, preload list) and cookies are sent only over HTTPS. `manage.py check --deploy` is
+# then clean. Behind a TLS-terminating proxy, SECURE_BEHIND_PROXY=True trusts its X-Forwarded-Proto header (only
+# when the proxy always sets it).
+SECURE_HTTPS = envbool("SECURE_HTTPS", "False")
+SECURE_SSL_REDIRECT = SECURE_HTTPS
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_HTTPS
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 365 * 24 * 3600) if SECURE_HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HTTPS and envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", "True")
+SECURE_HSTS_PRELOAD = SECURE_HTTPS and envbool("SECURE_HSTS_PRELOAD", "True")
+if envbool("SECURE_BEHIND_PROXY", "False"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Content-Security-Policy of every response (config.middleware.ContentSecurityPolicyMiddleware), always on. Scripts
+# come from this site's files only (no inline script, no eval); styles may be inline: Plotly and htmx set them at
+# run time. Chart images are data: URLs.
+CONTENT_SECURITY_POLICY = {
+    "default-src": "'self'",
+    "script-src": "'self'",
+    "style-src": "'self' 'unsafe-inline'",
+    "img-src": "'self' data: blob:",
+    "font-src": "'self' data:",
+    "connect-src": "'self'",
+    "object-src": "'none'",
+    "base-uri": "'self'",
+    "form-action": "'self'",
+    "frame-ancestors": "'none'",
+}
+
 VAR_DIR = Path(os.getenv("VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
@@ -91,6 +120,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.middleware.ContentSecurityPolicyMiddleware",
     "config.middleware.RequestBodyLimitMiddleware",  # before anything reads the body (CSRF reads the form)
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
