@@ -69,13 +69,14 @@ def site(problems_jsonl):
 
 
 def settle(page) -> None:
-    """Wait until every chart on the page is drawn (charts.js marks each one)."""
+    """Wait until every chart on the page is drawn."""
     page.wait_for_load_state("load")
-    charts = page.locator(".js-plotly").count()
+    charts = page.locator(".plotly-graph-div").count()
     if charts:
         page.wait_for_function(
-            "n => document.querySelectorAll('.js-plotly[data-drawn]').length === n", arg=charts, timeout=30000
+            "n => document.querySelectorAll('.plotly-graph-div .main-svg').length >= n", arg=charts, timeout=30000
         )
+        page.wait_for_timeout(300)  # a resize after the first draw (if any) has had time to run
 
 
 def overflow(page) -> dict:
@@ -83,7 +84,7 @@ def overflow(page) -> dict:
     return page.evaluate(
         """() => {
             const doc = document.documentElement;
-            const charts = [...document.querySelectorAll('.js-plotly')].map(gd => {
+            const charts = [...document.querySelectorAll('.plotly-graph-div')].map(gd => {
                 const card = gd.closest('figure.chart') || gd.parentElement;
                 const svg = gd.querySelector('svg.main-svg');
                 return {id: gd.id, chart: svg ? svg.getBoundingClientRect().width : 0, card: card.clientWidth};
