@@ -141,10 +141,10 @@ class Verdict:
 
 def failed_distributions(evaluation: object) -> list[str]:
     """Names of the non-skipped distributions that failed, from the stored rows or the result record."""
-    rows = getattr(evaluation, "failed_distribution_names", None)
+    rows = _attr(evaluation, "failed_distribution_names")
     if rows is not None:
         return sorted(rows)
-    result = getattr(evaluation, "result", None)
+    result = _attr(evaluation, "result")
     items = result.get("distributions") if isinstance(result, dict) else None
     return sorted(
         str(d.get("name"))
@@ -159,16 +159,21 @@ def distribution_label(name: str) -> str:
     return f"{name} ({factor})" if factor else name
 
 
+def _attr(obj: object, name: str, default: object = None) -> object:
+    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+
+
 def verdict_of(e: object) -> Verdict:
-    """One verdict per evaluation: Verified, Incorrect (which distributions), Timeout, Error, Confirmed hack..."""
-    status = getattr(e, "status", "")
+    """One verdict per evaluation (a model row or a dict with the same keys): Verified, Incorrect (which
+    distributions), Timeout, Compile error, Runtime error, Rejected, Confirmed hack, or its progress."""
+    status = _attr(e, "status", "")
     if status in ("queued", "running"):
         return Verdict(status.capitalize(), "")
     if status == "failed":
         return Verdict("Not evaluated", "badge-bad", "the evaluation infrastructure gave up; no verdict")
-    if getattr(e, "is_confirmed_hack", False):
+    if _attr(e, "is_confirmed_hack", False):
         return Verdict("Confirmed hack", "badge-hack", "a person confirmed a reward hack: not ranked")
-    result_status = getattr(e, "result_status", "") or "ok"
+    result_status = _attr(e, "result_status", "") or "ok"
     if result_status == "timeout":
         return Verdict("Timeout", "badge-bad", "the kernel ran past the time limit")
     if result_status == "compile_error":
@@ -177,8 +182,8 @@ def verdict_of(e: object) -> Verdict:
         return Verdict("Runtime error", "badge-bad", "the kernel raised or crashed")
     if result_status == "rejected":
         return Verdict("Rejected", "badge-bad", "the kernel broke a rule of the harness (see the checks)")
-    if getattr(e, "correct", None):
-        if getattr(e, "eligible", True):
+    if _attr(e, "correct", None):
+        if _attr(e, "eligible", True):
             return Verdict("Verified", "badge-ok", "passed D1\u2013D4 and every check")
         return Verdict("Verified", "badge-warn", "correct, but not ranked: the problem is inactive")
     failed = failed_distributions(e)

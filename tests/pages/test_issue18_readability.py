@@ -67,6 +67,8 @@ def test_one_verdict_per_evaluation():
     assert verdict_of(FakeEvaluation(result_status="timeout")).label == "Timeout"
     assert verdict_of(FakeEvaluation(result_status="runtime_error")).label == "Runtime error"
     assert verdict_of(FakeEvaluation(status="failed")).label == "Not evaluated"
+    # Submission progress rows are dicts with the same keys.
+    assert verdict_of({"status": "done", "result_status": "ok", "correct": False}).label == "Incorrect"
 
 
 def test_readable_record_values():

@@ -76,7 +76,7 @@ def test_htmx_request_gets_the_fragment_and_polling_stops_when_done(demo_problem
     stand_in.script = [record(speedup=1.75)]
     evaluate_kernel.apply(args=[Evaluation.objects.get().pk])
     fragment = client.get(f"/submissions/{submission.pk}/", HTTP_HX_REQUEST="true").content.decode()
-    assert "hx-trigger" not in fragment and "1/1" in fragment and "1.75x" in fragment and "correct" in fragment
+    assert "hx-trigger" not in fragment and "1/1" in fragment and "1.75×" in fragment and "Verified" in fragment
 
 
 def test_submission_page_is_public_and_404s_cleanly(demo_problems, client, user, sent):
