@@ -182,6 +182,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=envint("LOGIN_COOLOFF_MINUTES", 30))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
+AXES_CLIENT_IP_CALLABLE = "leaderboard.api.throttles.client_ip"  # the throttles' address (NUM_PROXIES)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
@@ -295,6 +296,9 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
+    # Throttles and the login lockout key clients by address: X-Forwarded-For is read only through NUM_PROXIES
+    # trusted reverse proxies, so a client cannot pick a fresh address per request (DRF's default trusts any).
+    "NUM_PROXIES": envint("NUM_PROXIES", 0),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": [  # DRF's, counting in the shared "throttle" cache
         "leaderboard.api.throttles.AnonRateThrottle",

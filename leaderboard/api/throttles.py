@@ -11,9 +11,16 @@ from rest_framework.settings import api_settings
 
 
 class SharedCacheMixin:
+    """The shared cache and the current rates, both looked up on use (DRF binds them when the class is defined)."""
+
+    scope: str | None
+
     @property
-    def cache(self) -> BaseCache:  # looked up on use, so a settings override in tests applies
+    def cache(self) -> BaseCache:
         return caches["throttle"]
+
+    def get_rate(self) -> str | None:
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
 
 
 class AnonRateThrottle(SharedCacheMixin, throttling.AnonRateThrottle):
@@ -25,12 +32,15 @@ class UserRateThrottle(SharedCacheMixin, throttling.UserRateThrottle):
 
 
 class SubmissionRateThrottle(SharedCacheMixin, throttling.UserRateThrottle):
-    """Per user (or per IP when anonymous). Reads the rate on every request, so settings overrides apply."""
+    """Per user (or per address when anonymous)."""
 
     scope = "submissions"
 
-    def get_rate(self) -> str | None:
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+
+def client_ip(request: Any) -> str:
+    """The client's address as the throttles see it (REMOTE_ADDR, or X-Forwarded-For through NUM_PROXIES trusted
+    proxies); the login lockout uses it too (settings AXES_CLIENT_IP_CALLABLE)."""
+    return throttling.BaseThrottle().get_ident(request)
 
 
 def upload_allowed(request: Any) -> bool:

@@ -245,3 +245,11 @@ def test_migration_carries_drf_tokens_over_as_hashes_and_wipes_them(user):
         cursor.execute("SELECT COUNT(*) FROM authtoken_token")
         assert cursor.fetchone()[0] == 0  # no clear-text key is left behind
     assert api_token_user(key=key) == user and ApiToken.objects.get(user=user).prefix == key[:8]
+
+
+def test_a_forged_forwarded_for_header_does_not_reset_the_anonymous_throttle(db, settings):
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {
+        **settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "anon": "2/minute"}}  # fmt: skip
+    client = APIClient()
+    codes = [client.get("/api/llms/", HTTP_X_FORWARDED_FOR=f"10.0.0.{n}").status_code for n in range(3)]
+    assert codes == [200, 200, 429]
