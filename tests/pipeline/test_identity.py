@@ -253,3 +253,20 @@ def test_a_forged_forwarded_for_header_does_not_reset_the_anonymous_throttle(db,
     client = APIClient()
     codes = [client.get("/api/llms/", HTTP_X_FORWARDED_FOR=f"10.0.0.{n}").status_code for n in range(3)]
     assert codes == [200, 200, 429]
+
+
+def test_staff_transfer_in_the_admin_and_see_tokens_only_by_prefix(client, user, bob, staff):
+    staff.is_superuser = True
+    staff.save()
+    key = api_token_create(user=bob)
+    llm = llm_get_or_create(name="Handed over", owner=user)
+    client.force_login(staff)
+    page = client.get("/admin/leaderboard/apitoken/").content.decode()
+    assert key[:8] in page and key not in page
+    assert client.get("/admin/leaderboard/llm/").status_code == 200
+    response = client.post(
+        f"/admin/leaderboard/llm/{llm.pk}/change/", {"name": llm.name, "owner": bob.pk, "organisation": "", "notes": ""}
+    )
+    assert response.status_code == 302
+    llm.refresh_from_db()
+    assert llm.owner == bob
