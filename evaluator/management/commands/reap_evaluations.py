@@ -1,4 +1,4 @@
-"""`manage.py reap_evaluations`: requeue or fail evaluations stuck in RUNNING because their worker died."""
+"""`manage.py reap_evaluations`: recover evaluations whose worker or message was lost (see evaluations_reap)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from evaluator.services.evaluations import evaluations_reap, time_limits
 
 class Command(BaseCommand):
     help = (
-        "Requeue RUNNING evaluations older than the Celery hard time limit (their worker was lost), "
-        "or mark them FAILED after EVALUATOR_MAX_ATTEMPTS. Safe to run at any time, e.g. from cron every minute."
+        "Requeue RUNNING evaluations whose heartbeat stopped (EVALUATOR_HEARTBEAT_STALE) or that outlived the Celery "
+        "hard time limit, or mark them FAILED after EVALUATOR_MAX_ATTEMPTS; send QUEUED evaluations whose message "
+        "never reached the broker; remove dead workers' harnesses and work folders on this machine. Safe to run at "
+        "any time, e.g. from cron every minute (Celery beat runs it every EVALUATOR_REAP_INTERVAL seconds)."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -30,3 +32,5 @@ class Command(BaseCommand):
         result = evaluations_reap(stale_after=delta)
         self.stdout.write(f"requeued {len(result.requeued)}: {result.requeued}")
         self.stdout.write(f"failed {len(result.failed)}: {result.failed}")
+        self.stdout.write(f"sent {len(result.resent)} queued: {result.resent}")
+        self.stdout.write(f"orphaned work folders removed {len(result.orphans)}: {result.orphans}")
