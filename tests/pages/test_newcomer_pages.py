@@ -148,3 +148,14 @@ def test_audit_queue_filters_paginates_and_explains_class_codes(client, django_u
         AuditFlagFactory(kernel=unranked.kernel, verdict="suspicious", review_state=AuditFlag.Review.SUSPECTED)
     first = client.get("/audit/").content.decode()
     assert "Page 1 of 2" in first and 'rel="next"' in first
+
+
+def test_server_error_page_renders_without_a_request_context(rf):
+    from django.views.defaults import server_error
+
+    response = server_error(rf.get("/"))
+    assert (
+        response.status_code == 500
+        and b"Something went wrong" in response.content
+        and b"/accounts/login/" in (response.content)
+    )
