@@ -149,11 +149,21 @@ class Plan:
         harness = REPO_ROOT / "evaluator"
         args += ["--ro-bind", str(harness / "__init__.py"), str(harness / "__init__.py")]
         args += ["--ro-bind", str(harness / "harness"), str(harness / "harness")]
-        args += ["--dev", "/dev", "--proc", "/proc", "--ro-bind-try", "/sys", "/sys"]
-        if self.cuda:
+        args += [
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--ro-bind-try",
+            "/sys/devices/system/cpu",
+            "/sys/devices/system/cpu",
+        ]
+        if self.cuda:  # the GPU's device nodes and what the driver reads to enumerate it (not /sys/class: the host's
+            # network interfaces are listed there)
             for node in sorted(glob.glob("/dev/nvidia*")):
                 args += ["--dev-bind", node, node]
-            args += ["--ro-bind-try", "/proc/driver/nvidia", "/proc/driver/nvidia"]
+            for path in ("/sys/devices", "/sys/bus", "/sys/module", "/proc/driver/nvidia"):
+                args += ["--ro-bind-try", path, path]
         size = str(self.tmp_bytes)
         for path in ("/tmp", "/var/tmp", "/dev/shm"):
             args += ["--size", size, "--perms", "1777", "--tmpfs", path]
