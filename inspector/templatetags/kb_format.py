@@ -187,6 +187,10 @@ def verdict_of(e: object) -> Verdict:
             return Verdict("Verified", "badge-ok", "passed D1\u2013D4 and every check")
         return Verdict("Verified", "badge-warn", "correct, but not ranked: the problem is inactive")
     failed = failed_distributions(e)
+    if set(failed) >= set(DISTRIBUTIONS):
+        return Verdict(
+            "Incorrect: D1\u2013D4 all failed", "badge-bad", "incorrect: wrong outputs under every input distribution"
+        )
     if failed:
         return Verdict(
             f"Incorrect: {', '.join(distribution_label(n) for n in failed)} failed",

@@ -62,6 +62,8 @@ class FakeEvaluation:
 def test_one_verdict_per_evaluation():
     assert verdict_of(FakeEvaluation(correct=True, eligible=True)).label == "Verified"
     assert verdict_of(FakeEvaluation(failed_distribution_names=["D4"])).label == "Incorrect: D4 (×−1) failed"
+    all_four = FakeEvaluation(failed_distribution_names=["D1", "D2", "D3", "D4"])
+    assert verdict_of(all_four).label == "Incorrect: D1–D4 all failed"
     record = {"distributions": [{"name": "D2", "passed": False}, {"name": "D3", "passed": None, "skipped": True}]}
     assert verdict_of(FakeEvaluation(result=record)).label == "Incorrect: D2 (×3) failed"
     assert verdict_of(FakeEvaluation(result_status="timeout")).label == "Timeout"
