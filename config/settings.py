@@ -294,7 +294,7 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "leaderboard.api.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
     # Throttles and the login lockout key clients by address: X-Forwarded-For is read only through NUM_PROXIES
     # trusted reverse proxies, so a client cannot pick a fresh address per request (DRF's default trusts any).

@@ -17,10 +17,11 @@ from leaderboard.selectors.pages import (
     problem_index_choices,
 )
 from leaderboard.selectors.ranking import board_choices, board_params
+from leaderboard.untrusted import strict_int
 
 
 def _int(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() and len(value) < 10 else None
+    return strict_int(value)  # ASCII digits only: "²".isdigit() is true, yet int("²") fails
 
 
 def _text(value: str | None, limit: int = 100) -> str:
