@@ -15,6 +15,9 @@ from evaluator.models import AuditFlag, Baseline, Evaluation
 from leaderboard.models import Problem, Submission
 
 CACHE_VERSION_KEY = "leaderboard:version"
+# Part of every key: bump it when the cached objects change shape (LeaderboardData gained problem_counts and
+# failures), so a shared cache never hands a new process an old pickle.
+SCHEMA = "s2"
 T = TypeVar("T")
 
 _MEMO: OrderedDict[str, object] = OrderedDict()  # key -> value, newest last
@@ -81,7 +84,7 @@ def board_version() -> str:
 
 def cache_key(version: str, *parts: object) -> str:
     """A key that goes stale with the data, for anything derived from the board (e.g. charts)."""
-    return ":".join(["leaderboard", version, *map(str, parts)])
+    return ":".join(["leaderboard", SCHEMA, version, *map(str, parts)])
 
 
 def cache_ttl() -> int:
