@@ -1,4 +1,4 @@
-"""Project-wide middleware: the request-body cap (uploads) and the Content-Security-Policy header (pages)."""
+"""Project-wide middleware: the request-body cap (uploads), query strings with NUL, the Content-Security-Policy."""
 
 from __future__ import annotations
 
@@ -23,6 +23,22 @@ def too_large_response(request: HttpRequest) -> HttpResponse:
     if request.path_info.startswith(API_PREFIX):
         return JsonResponse({"detail": message, "report": []}, status=413)
     return render(request, "413.html", {"message": message}, status=413)
+
+
+class QueryStringMiddleware:
+    """A query string holding a NUL character is a 400 before any view sees it: no parameter of this site needs one,
+    and PostgreSQL refuses NUL in text, so a view filtering on the value would otherwise fail with a 500."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if any("\x00" in key or "\x00" in value for key, values in request.GET.lists() for value in values):
+            message = "The query string holds a NUL character."
+            if request.path_info.startswith(API_PREFIX):
+                return JsonResponse({"detail": message}, status=400)
+            return render(request, "400.html", {"message": message}, status=400)
+        return self.get_response(request)
 
 
 class RequestBodyLimitMiddleware:

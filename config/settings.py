@@ -122,6 +122,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "config.middleware.ContentSecurityPolicyMiddleware",
     "config.middleware.RequestBodyLimitMiddleware",  # before anything reads the body (CSRF reads the form)
+    "config.middleware.QueryStringMiddleware",  # NUL in a query string: 400 (PostgreSQL text cannot hold it)
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

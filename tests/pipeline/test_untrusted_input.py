@@ -118,6 +118,16 @@ def test_odd_hardware_in_a_query_string_is_not_a_500(db, value):
         assert "Set-Cookie" not in response.get("Content-Disposition", "")
 
 
+@pytest.mark.parametrize("url", ["/audit/?q=%00", "/problems/?q=a%00b", "/api/llms/?name=%00", "/?hardware=%00"])
+def test_nul_in_a_query_string_is_a_400(staff, url):
+    client = Client(raise_request_exception=False)
+    client.force_login(staff)
+    response = client.get(url)
+    assert response.status_code == 400
+    if url.startswith("/api/"):
+        assert "NUL" in response.json()["detail"]
+
+
 # --- Hardware labels: only the pools this deployment serves (EVALUATOR_HARDWARE_LABELS) ---------------------------
 
 
