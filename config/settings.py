@@ -233,7 +233,8 @@ CELERY_BEAT_SCHEDULE = {
     "reap-evaluations": {
         "task": "evaluator.reap_evaluations",
         "schedule": float(EVALUATOR_REAP_INTERVAL),
-        "options": {"queue": "default", "expires": float(EVALUATOR_REAP_INTERVAL)},
+        # A worker with one slot takes it between two evaluations; a message that waited ten periods is stale.
+        "options": {"queue": "default", "expires": 10.0 * EVALUATOR_REAP_INTERVAL},
     },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
