@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluator.harness.namespaces import BWRAP_VAR, MODE_VAR, REQUIRE_VAR
 from evaluator.harness.privileges import ENV_VAR as SANDBOX_USER_VAR
 from evaluator.harness.protocol import ENV_PASSTHROUGH, Options, Spec, empty_result, shorten, validate_result
 
@@ -33,6 +34,9 @@ GRACE_SECONDS = 30.0  # the harness enforces `timeout` itself; this is the backs
 
 class InfraError(Exception):
     """The evaluation could not run for reasons that are not the kernel's fault (retry it)."""
+
+
+SANDBOX_VARS = (MODE_VAR, REQUIRE_VAR, BWRAP_VAR)  # namespaces.py: which sandbox, whether it is required, bwrap
 
 
 def _harness_env(home: Path) -> dict[str, str]:
@@ -46,8 +50,9 @@ def _harness_env(home: Path) -> dict[str, str]:
         PYTHONUNBUFFERED="1",
         PYTHONNOUSERSITE="1",
     )
-    if SANDBOX_USER_VAR in os.environ:  # for the orchestrator only (privileges.py); workers never get it
-        env[SANDBOX_USER_VAR] = os.environ[SANDBOX_USER_VAR]
+    for name in (SANDBOX_USER_VAR, *SANDBOX_VARS):  # for the orchestrator only; workers never get them
+        if name in os.environ:
+            env[name] = os.environ[name]
     return env
 
 

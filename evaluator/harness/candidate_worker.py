@@ -261,6 +261,8 @@ class Candidate:
 
     def release(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.exports = []
+        if self.exporter is not None:
+            self.exporter.release()
         if msg.get("empty_cache") and self.device.startswith("cuda"):
             torch.cuda.empty_cache()
         return {}

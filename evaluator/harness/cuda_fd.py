@@ -145,37 +145,44 @@ def _unmap(ptr: int, size: int, handle: int) -> None:
 
 
 class _View:
-    """A device range as a uint8 array torch can wrap without a copy (__cuda_array_interface__)."""
+    """A device range as a uint8 array torch can wrap without a copy (__cuda_array_interface__; torch refuses the
+    interface's read-only flag, so the reference's mapping is made read-only by the driver instead)."""
 
-    def __init__(self, ptr: int, nbytes: int, read_only: bool) -> None:
+    def __init__(self, ptr: int, nbytes: int) -> None:
         self.__cuda_array_interface__ = {
             "shape": (nbytes,),
             "typestr": "|u1",
-            "data": (ptr, read_only),
+            "data": (ptr, False),
             "version": 3,
             "strides": None,
         }
 
 
-def _as_tensor(ptr: int, nbytes: int, device: int, read_only: bool) -> torch.Tensor:
-    return torch.as_tensor(_View(ptr, nbytes, read_only), device=f"cuda:{device}")
+def _as_tensor(ptr: int, nbytes: int, device: int) -> torch.Tensor:
+    return torch.as_tensor(_View(ptr, nbytes), device=f"cuda:{device}")
+
+
+ALIGN = 256  # bytes between two outputs in one buffer
 
 
 class Exporter:
-    """Candidate side: one shareable buffer, grown when an output does not fit; its fd is sent once per buffer."""
+    """Candidate side. Outputs are placed one after another in a shareable buffer (several may be outstanding at
+    once: the timed outputs re-checked together); when one does not fit, a larger buffer is made and its fd sent,
+    and the older buffers live until the orchestrator's release, when placement starts again at the front."""
 
     def __init__(self, sock: socket.socket, device: int) -> None:
         self.sock = sock
         self.device = device
         self.generation = 0
-        self.size = 0
-        self.ptr = 0
-        self.handle = 0
+        self.buffers: dict[int, tuple[int, int, int]] = {}  # generation -> (ptr, size, handle)
+        self.offset = 0
 
     def _grow(self, nbytes: int) -> None:
         _ready(self.device)
         grain = _granularity(self.device)
-        size = max(grain, -(-nbytes // grain) * grain)
+        current = self.buffers.get(self.generation, (0, 0, 0))[1]
+        want = max(nbytes, 2 * current, 1 << 20)
+        size = -(-want // grain) * grain
         lib = _driver()
         handle = ctypes.c_uint64()
         prop = _prop(self.device)
@@ -198,28 +205,39 @@ class Exporter:
         except RuntimeError:
             lib.cuMemRelease(ctypes.c_uint64(handle.value))
             raise
-        if self.handle:
-            torch.cuda.synchronize(self.device)
-            _unmap(self.ptr, self.size, self.handle)
         self.generation += 1
-        self.ptr, self.size, self.handle = ptr, size, int(handle.value)
+        self.buffers[self.generation] = (ptr, size, int(handle.value))
+        self.offset = 0
         try:
             socket.send_fds(self.sock, [struct.pack("!QQ", self.generation, size)], [fd.value])
         finally:
             os.close(fd.value)
 
+    def release(self) -> None:
+        """The reference has read every outstanding output: keep only the newest buffer, start at its front."""
+        torch.cuda.synchronize(self.device)
+        for generation in [g for g in self.buffers if g != self.generation]:
+            _unmap(*self.buffers.pop(generation))
+        self.offset = 0
+
     def publish(self, tensor: torch.Tensor) -> dict[str, Any]:
         """Copy `tensor` into the shared buffer; the descriptor the reference needs to read it back."""
         nbytes = tensor.numel() * tensor.element_size()
-        if nbytes > self.size:
+        size = self.buffers.get(self.generation, (0, 0, 0))[1]
+        if self.offset + nbytes > size:
             self._grow(nbytes)
+        ptr = self.buffers[self.generation][0]
+        offset = self.offset
         if nbytes:
-            dst = _as_tensor(self.ptr, nbytes, self.device, False).view(tensor.dtype).view(tensor.shape)
+            dst = _as_tensor(ptr + offset, nbytes, self.device).view(tensor.dtype).view(tensor.shape)
             dst.copy_(tensor)
+        self.offset = -(-(offset + nbytes) // ALIGN) * ALIGN
         torch.cuda.synchronize(self.device)
         return {
             "kind": "cuda_fd",
             "generation": self.generation,
+            "oldest": min(self.buffers),
+            "offset": offset,
             "nbytes": nbytes,
             "dtype": str(tensor.dtype),
             "shape": [int(s) for s in tensor.shape],
@@ -227,26 +245,26 @@ class Exporter:
 
 
 class Importer:
-    """Reference side: the candidate's current buffer, mapped read-only; outputs are cloned out of it."""
+    """Reference side: the candidate's buffers, each mapped read-only once; outputs are cloned out of them."""
 
     def __init__(self, sock: socket.socket, device: int, timeout: float = 30.0) -> None:
         self.sock = sock
         self.sock.settimeout(timeout)
         self.device = device
         self.generation = 0
-        self.size = 0
-        self.ptr = 0
-        self.handle = 0
+        self.mappings: dict[int, tuple[int, int, int]] = {}  # generation -> (ptr, size, handle)
 
     def _take(self, generation: int) -> None:
-        """Receive buffers until the one the descriptor names (a buffer replaced earlier was sent before it)."""
-        while self.generation != generation:
+        """Receive buffers until the one the descriptor names (buffers are sent in order, each once)."""
+        if generation > self.generation + 64:
+            raise ValueError("bad buffer generation")
+        while self.generation < generation:
             data, fds, _, _ = socket.recv_fds(self.sock, 64, 4)
             try:
                 if len(data) != 16 or len(fds) != 1:
                     raise ValueError("malformed buffer message")
                 gen, size = struct.unpack("!QQ", data)
-                if gen <= self.generation or not 0 < size <= MAX_BUFFER_BYTES:
+                if gen != self.generation + 1 or not 0 < size <= MAX_BUFFER_BYTES:
                     raise ValueError("bad buffer generation or size")
                 _ready(self.device)
                 handle = ctypes.c_uint64()
@@ -264,15 +282,17 @@ class Importer:
             finally:
                 for fd in fds:
                     os.close(fd)
-            self.close()
-            self.generation, self.size, self.ptr, self.handle = gen, size, ptr, int(handle.value)
+            self.generation = gen
+            self.mappings[gen] = (ptr, size, int(handle.value))
 
     def read(self, desc: dict[str, Any], dtypes: dict[str, torch.dtype]) -> torch.Tensor:
-        generation, nbytes, shape = desc.get("generation"), desc.get("nbytes"), desc.get("shape")
+        fields = [desc.get(k) for k in ("generation", "oldest", "offset", "nbytes")]
+        shape = desc.get("shape")
         dtype = dtypes.get(desc.get("dtype"))  # type: ignore[arg-type]
-        if dtype is None or type(generation) is not int or type(nbytes) is not int or not isinstance(shape, list):
+        if dtype is None or not all(type(v) is int and v >= 0 for v in fields) or not isinstance(shape, list):
             raise ValueError("bad output descriptor")
-        if not all(type(s) is int and s >= 0 for s in shape) or len(shape) > 16:
+        generation, oldest, offset, nbytes = fields
+        if len(shape) > 16 or not all(type(s) is int and s >= 0 for s in shape):
             raise ValueError("bad output shape")
         count = 1
         for s in shape:
@@ -280,17 +300,23 @@ class Importer:
         if count * torch.empty(0, dtype=dtype).element_size() != nbytes:
             raise ValueError("output size does not match its shape")
         self._take(generation)
-        if nbytes > self.size:
+        for old in [g for g in self.mappings if g < min(oldest, generation)]:  # the candidate let these go
+            torch.cuda.synchronize(self.device)
+            _unmap(*self.mappings.pop(old))
+        if generation not in self.mappings:
+            raise ValueError("the output names a buffer that is gone")
+        ptr, size, _ = self.mappings[generation]
+        if offset + nbytes > size:
             raise ValueError("the output reaches past the shared buffer")
         if nbytes == 0:
             return torch.empty(shape, dtype=dtype, device=f"cuda:{self.device}")
-        view = _as_tensor(self.ptr, nbytes, self.device, True).view(dtype).view(shape)
+        view = _as_tensor(ptr + offset, nbytes, self.device).view(dtype).view(shape)
         copy = view.clone()
         torch.cuda.synchronize(self.device)
         return copy
 
     def close(self) -> None:
-        if self.handle:
+        if self.mappings:
             torch.cuda.synchronize(self.device)
-            _unmap(self.ptr, self.size, self.handle)
-            self.handle = self.ptr = self.size = 0
+        for generation in list(self.mappings):
+            _unmap(*self.mappings.pop(generation))

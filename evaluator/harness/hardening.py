@@ -39,14 +39,26 @@ def _children() -> list[int]:
     return found
 
 
-def kill_adopted_children(rounds: int = 20) -> int:
-    """SIGKILL and reap every remaining child (call after the workers are closed); returns how many there were."""
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def kill_adopted_children(rounds: int = 20, *, ignore: frozenset[str] = frozenset()) -> int:
+    """SIGKILL and reap every remaining child (call after the workers are closed); returns how many there were,
+    not counting those whose command name is in `ignore` (bubblewrap's own processes, re-parented to us when the
+    sandbox's outer process dies first: a kernel's processes cannot leave its PID namespace)."""
     killed = 0
     for _ in range(rounds):
         children = _children()
         if not children:
             break
         for pid in children:
+            if _comm(pid) in ignore:
+                killed -= 1
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(OSError):

@@ -113,6 +113,7 @@ class Plan:
     build_dir: Path  # host folder bound read-write at BUILD_DIR
     etc_dir: Path  # host folder with this sandbox's passwd and group files (read-only inside)
     cuda: bool
+    handoff_dir: Path | None = None  # the orchestrator's folder for files the kernel reads, never writes
     tmp_bytes: int = 1 << 30
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)
@@ -168,6 +169,8 @@ class Plan:
         for path in ("/tmp", "/var/tmp", "/dev/shm"):
             args += ["--size", size, "--perms", "1777", "--tmpfs", path]
         args += ["--bind", str(self.private_dir), str(self.private_dir)]
+        if self.handoff_dir is not None:
+            args += ["--ro-bind", str(self.handoff_dir), str(self.handoff_dir)]
         args += ["--bind", str(self.build_dir), BUILD_DIR]
         args += ["--remount-ro", "/"]  # the sandbox's own root (mount points bwrap made) is not a place to write
         args += ["--chdir", str(self.private_dir), "--"]

@@ -101,6 +101,7 @@ class Evaluation(TimingPhase):
         self.ref_dir = self.work / "reference"
         self.cand_dir = self.work / "candidate"
         self.io = self.cand_dir / "io"
+        self.handoff = self.work / "handoff"  # files written by the clean side for the kernel to read (params)
         self.cache: CacheEntry | None = None
         self.ref: Worker | None = None
         self.cand: Worker | None = None
@@ -262,6 +263,7 @@ class Evaluation(TimingPhase):
             os.chmod(self.work, 0o711)
             os.chmod(self.ref_dir, 0o700)
         plan: Plan | None = None
+        self.handoff.mkdir(mode=0o755, exist_ok=True)  # the orchestrator's: the kernel may read here, never write
         if self.sandbox == "namespaces":
             (self.cand_dir / "build").mkdir(exist_ok=True)
             bwrap = bwrap_path()
@@ -272,6 +274,7 @@ class Evaluation(TimingPhase):
                 private_dir=self.cand_dir,
                 build_dir=self.cand_dir / "build",
                 etc_dir=self.work / "sandbox-etc",
+                handoff_dir=self.handoff,
                 cuda=self.cuda,
                 tmp_bytes=self.opts.tmp_mb << 20,
                 uid=uid,
@@ -642,9 +645,7 @@ class Evaluation(TimingPhase):
         ]
         # Written by the clean side after kernel code ran, so never into a directory the kernel owns (a planted
         # symlink there would make the reference overwrite any file): a fresh directory of the orchestrator's own.
-        handoff = self.work / "handoff"
-        handoff.mkdir(mode=0o755, exist_ok=True)
-        params = handoff / "params.pt"
+        params = self.handoff / "params.pt"
         reply = self.ask_ref({"cmd": "randomise", "entries": floats, "seed": self.seed(), "out_path": str(params)})
         if reply["matched"]:  # the reference randomised all of its float entries, the candidate gets the matched ones
             self.ask_cand({"cmd": "load_params", "path": str(params)})
@@ -763,7 +764,7 @@ class Evaluation(TimingPhase):
             worker.ask_exit()
         for worker in workers:
             worker.close()
-        stray = kill_adopted_children()
+        stray = kill_adopted_children(ignore=frozenset({"bwrap"}) if self.sandbox == "namespaces" else frozenset())
         if stray:
             set_check(
                 self.record,

@@ -75,10 +75,13 @@ def process_group_rss(pgid: int) -> int:
     return total
 
 
-def folder_bytes(root: Path) -> int:
-    """Bytes allocated by the files under a folder (never following links: the tree is a kernel's)."""
+def folder_bytes(root: Path, skip: tuple[str, ...] = ("io",)) -> int:
+    """Bytes allocated by the files under a folder (never following links: the tree is a kernel's), except its
+    `skip` subfolders (io/: outputs on their way to the reference, bounded per file by max_output_mb)."""
     total = 0
-    for dirpath, _, files in os.walk(root, followlinks=False):
+    for dirpath, dirs, files in os.walk(root, followlinks=False):
+        if dirpath == str(root):
+            dirs[:] = [d for d in dirs if d not in skip]
         for name in files:
             with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
