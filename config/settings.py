@@ -27,6 +27,16 @@ def envbool(name: str, default: str = "False") -> bool:
     return value == "true"
 
 
+def private_folder(path: Path) -> Path:
+    """Create `path` for this user only (0700; an existing one of ours is tightened to that, keeping o+x where the
+    evaluator granted it so that a kernel's uid can reach its own work folder below, never list or read)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.stat()
+    if info.st_uid == os.geteuid():
+        path.chmod(0o700 | (info.st_mode & 0o001))
+    return path
+
+
 def envint(name: str, default: int) -> int:
     try:
         return int(os.getenv(name, str(default)))
@@ -98,7 +108,7 @@ CONTENT_SECURITY_POLICY = {
 }
 
 VAR_DIR = Path(os.getenv("VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+private_folder(VAR_DIR)  # the database, the broker's folder, work folders: no other user lists or reads them
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -207,7 +217,7 @@ CELERY_BROKER_URL = os.getenv("CELERY_BROKER_URL") or os.getenv("REDIS_URL") or 
 if CELERY_BROKER_URL == "filesystem://":
     # Embedded broker: no server. Kombu's filesystem transport writes to data_folder_out and reads data_folder_in,
     # so web and worker processes point both at one folder; the folders must exist before either starts.
-    CELERY_QUEUE_DIR = Path(os.getenv("CELERY_QUEUE_DIR", VAR_DIR / "celery"))
+    CELERY_QUEUE_DIR = private_folder(Path(os.getenv("CELERY_QUEUE_DIR", VAR_DIR / "celery")))
     (CELERY_QUEUE_DIR / "processed").mkdir(parents=True, exist_ok=True)
     (CELERY_QUEUE_DIR / "control").mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -268,6 +278,9 @@ EVALUATOR_GPU_LOCK_DIR = Path(os.getenv("EVALUATOR_GPU_LOCK_DIR", VAR_DIR / "gpu
 # while the current one runs (runner.run_evaluation(prestart=True)). Off by default: it holds two idle processes
 # per worker slot; on GPU machines it takes the per-evaluation start-up off the critical path.
 EVALUATOR_PRESTART = envbool("EVALUATOR_PRESTART")
+# Kernels run in Linux namespaces made by bubblewrap (evaluator/harness/namespaces.py). Required unless DEBUG: a
+# machine without it then refuses to evaluate (an infrastructure error) rather than silently isolate less.
+EVALUATOR_REQUIRE_SANDBOX = envbool("EVALUATOR_REQUIRE_SANDBOX", str(not DEBUG))
 
 # --- Uploads --------------------------------------------------------------------------------------------------
 BUNDLE_MAX_BYTES = envint("BUNDLE_MAX_BYTES", 20 * 1024 * 1024)

@@ -165,10 +165,13 @@ def run_evaluation(
     options: dict | None = None,
     env: dict[str, str] | None = None,
     prestart: bool = False,
+    require_sandbox: bool = False,
 ) -> dict:
     """Evaluate one kernel against one problem in an isolated subprocess and return the result record.
 
     `env` may override allow-listed variables only (e.g. CUDA_VISIBLE_DEVICES to pin one evaluation to a GPU).
+    `require_sandbox` makes a machine without the namespaces sandbox (harness/namespaces.py) an InfraError instead
+    of an evaluation under weaker isolation.
     Compile errors, wrong answers, crashes and timeouts come back as records; InfraError is raised only when the
     harness itself could not run (cannot spawn, disk full, harness crash that is not the kernel's doing).
 
@@ -185,7 +188,8 @@ def run_evaluation(
         compile_cache_dir=str(compile_cache_dir or ""),
         python=python or sys.executable,
         options=dict(options or {}),
-        env={k: v for k, v in (env or {}).items() if k in ENV_PASSTHROUGH},
+        env={k: v for k, v in (env or {}).items() if k in ENV_PASSTHROUGH}
+        | ({REQUIRE_VAR: "True"} if require_sandbox else {}),  # fail rather than run a kernel unsandboxed
     )
     harness = _take_standby(config) if prestart else None
     try:

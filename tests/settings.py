@@ -9,6 +9,10 @@ os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
 
 from config.settings import *  # noqa: E402, F403
 
+# Tests that need the kernel sandbox check for it themselves (tests/redteam/test_sandbox.py); the rest also run on a
+# developer's machine without bubblewrap.
+EVALUATOR_REQUIRE_SANDBOX = False
+
 # One process runs the tests: throttle counts may live in local memory (each test starts with them cleared).
 # tests/pipeline/test_identity.py checks the shared database cache that production uses.
 CACHES = {**CACHES, "throttle": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}}  # noqa: F405

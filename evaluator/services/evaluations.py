@@ -174,6 +174,7 @@ def harness_arguments(evaluation: Evaluation) -> dict[str, Any]:
         "compile_cache_dir": settings.EVALUATOR_COMPILE_CACHE_DIR,
         "python": settings.EVALUATOR_PYTHON or None,
         "prestart": settings.EVALUATOR_PRESTART,
+        "require_sandbox": settings.EVALUATOR_REQUIRE_SANDBOX,
         # CPU runs are demos and tests: small trial counts. GPU runs use the full protocol.
         "options": {"quick": device == "cpu", "hardware": evaluation.hardware}
         | ({} if device == "cpu" else {"gpu_lock_dir": str(settings.EVALUATOR_GPU_LOCK_DIR)}),

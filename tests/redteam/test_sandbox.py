@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -311,3 +314,85 @@ def test_a_hang_in_the_timing_phase_ends_the_evaluation_early(tmp_path):
     assert record["status"] == "timeout" and record["correct"] is False
     assert "hung" in record["error"], record["error"]
     assert elapsed < 90, f"a hung kernel held the evaluation for {elapsed:.0f} s"
+
+
+READ_ALL = """
+import torch
+import torch.nn as nn
+
+got = []
+for path in __PATHS__:
+    try:
+        with open(path, "rb") as fh:
+            got.append(f"{path}: {fh.read(20)!r}")
+    except OSError:
+        pass
+if got:
+    raise RuntimeError("READ THE APP'S DATA " + " | ".join(got[:5]))
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+
+
+@pytest.mark.parametrize("mode", ["namespaces", "uid"])
+def test_no_kernel_opens_a_file_under_var_dir(tmp_path, mode):
+    """VAR_DIR as `make install` and a first migrate leave it; its work folders are where kernels run (so the
+    evaluator lets their uids pass through it). Without namespaces ("uid"), file modes alone must keep the database
+    and the broker's messages out of reach; with them, nothing of VAR_DIR is even mounted."""
+    if mode == "uid" and os.geteuid() != 0:
+        pytest.skip("the uid layer needs root")
+    var = tmp_path / "var"
+    env = {**os.environ, "VAR_DIR": str(var), "DJANGO_SETTINGS_MODULE": "config.settings", "SECRET_KEY": "x"}
+    env.pop("DATABASE_URL", None)
+    env.pop("SQLITE_PATH", None)
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput"],
+        cwd=root,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    assert stat.S_IMODE(var.stat().st_mode) & 0o077 == 0, "VAR_DIR must be private to the app's user"
+    files = [p for p in var.rglob("*") if p.is_file()]
+    assert any(p.name == "db.sqlite3" for p in files)
+    for path in files:
+        assert stat.S_IMODE(path.stat().st_mode) & 0o044 == 0 or path.parent.name == "work", path
+    record = (
+        run_evaluation(
+            problem_source=RELU,
+            kernel_source=READ_ALL.replace("__PATHS__", repr([str(p) for p in files])),
+            device="cpu",
+            timeout=120,
+            work_root=var / "work",  # EVALUATOR_WORK_DIR's default: inside VAR_DIR
+            options={"quick": True},
+            env={},
+        )
+        if mode == "namespaces"
+        else _run_in_mode(mode, var, files)
+    )
+    assert record["environment"]["sandbox"] == mode
+    assert record["status"] == "ok" and record["correct"] is True, record["error"]
+
+
+def _run_in_mode(mode: str, var: Path, files: list[Path]) -> dict:
+    previous = os.environ.get("KBV_SANDBOX")
+    os.environ["KBV_SANDBOX"] = mode
+    try:
+        return run_evaluation(
+            problem_source=RELU,
+            kernel_source=READ_ALL.replace("__PATHS__", repr([str(p) for p in files])),
+            device="cpu",
+            timeout=120,
+            work_root=var / "work",
+            options={"quick": True},
+        )
+    finally:
+        if previous is None:
+            os.environ.pop("KBV_SANDBOX", None)
+        else:
+            os.environ["KBV_SANDBOX"] = previous

@@ -36,6 +36,7 @@ class Command(BaseCommand):
                 work_root=settings.EVALUATOR_WORK_DIR,
                 compile_cache_dir=settings.EVALUATOR_COMPILE_CACHE_DIR,
                 python=settings.EVALUATOR_PYTHON or None,
+                require_sandbox=settings.EVALUATOR_REQUIRE_SANDBOX,
                 options={
                     "quick": opts["quick"],
                     "compile_baseline": opts["compile_baseline"],
