@@ -362,19 +362,7 @@ def test_no_kernel_opens_a_file_under_var_dir(tmp_path, mode):
     assert any(p.name == "db.sqlite3" for p in files)
     for path in files:
         assert stat.S_IMODE(path.stat().st_mode) & 0o044 == 0 or path.parent.name == "work", path
-    record = (
-        run_evaluation(
-            problem_source=RELU,
-            kernel_source=READ_ALL.replace("__PATHS__", repr([str(p) for p in files])),
-            device="cpu",
-            timeout=120,
-            work_root=var / "work",  # EVALUATOR_WORK_DIR's default: inside VAR_DIR
-            options={"quick": True},
-            env={},
-        )
-        if mode == "namespaces"
-        else _run_in_mode(mode, var, files)
-    )
+    record = _run_in_mode(mode, var, files)  # work_root var/work: EVALUATOR_WORK_DIR's default, inside VAR_DIR
     assert record["environment"]["sandbox"] == mode
     assert record["status"] == "ok" and record["correct"] is True, record["error"]
 
