@@ -1,16 +1,42 @@
-"""The result record (protocol.md section 8), the evaluation spec and their JSON round trip.
+"""The evaluation spec and options, and the result record (docs/protocol.md section 8, defined in record.py).
 
-No torch here: `evaluator.runner` (the Django side) imports only this module from the harness.
+No torch here: `evaluator.runner` (the Django side) imports only this module (and record.py) from the harness.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-HARNESS_VERSION = "1.0.0"
+from evaluator.harness.record import (
+    CHECK_NAMES,
+    DISTRIBUTIONS,
+    HARNESS_VERSION,
+    SCHEMA_VERSION,
+    STATUSES,
+    Check,
+    Distribution,
+    Memory,
+    Record,
+    Timing,
+    TimingSide,
+    dumps,
+)
+
+__all__ = [  # the record type's names, re-exported for callers of this module
+    "CHECK_NAMES",
+    "DISTRIBUTIONS",
+    "HARNESS_VERSION",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "Check",
+    "Distribution",
+    "Memory",
+    "Record",
+    "Timing",
+    "TimingSide",
+]
 
 # Variables a harness process may inherit: tool locations and GPU selection only, never credentials or Django settings.
 ENV_PASSTHROUGH = (
@@ -27,22 +53,6 @@ ENV_PASSTHROUGH = (
     "LANG",
 )
 
-STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "rejected")
-DISTRIBUTIONS: tuple[tuple[str, float], ...] = (("D1", 1.0), ("D2", 3.0), ("D3", 0.01), ("D4", -1.0))
-CHECK_NAMES = (
-    "output_plain_tensor",
-    "output_no_alias",
-    "inputs_unchanged",
-    "output_shape_dtype",
-    "timer_integrity",
-    "wallclock_crosscheck",
-    "timed_output_recheck",
-    "determinism",
-    "speedup_plausible",
-    "params_randomised",
-    "thread_count",
-    "mixed_sign_inputs",
-)
 # A failed hard check means the kernel tried to cheat the harness (or cannot be trusted): status "rejected".
 HARD_CHECKS = frozenset(
     {"output_plain_tensor", "output_no_alias", "inputs_unchanged", "timer_integrity", "thread_count"}
@@ -55,34 +65,16 @@ STANDARD_TOLERANCE = 1e-2  # what published KernelBench numbers used
 MIXED_SIGNS = "mixed"
 EXCESSIVE_SPEEDUP = 10.0
 
-REQUIRED_KEYS = (
-    "harness_version",
-    "status",
-    "correct",
-    "standard_correct",
-    "distributions",
-    "reference_constant",
-    "params_randomised",
-    "speedup",
-    "speedup_ci",
-    "speedup_fp32",
-    "speedup_compile",
-    "timing",
-    "memory_ratio",
-    "memory",
-    "checks",
-    "error",
-    "phases",
-    "environment",
-)
-DISTRIBUTION_KEYS = ("name", "passed", "skipped", "skip_reason", "max_abs_error", "max_rel_error", "trials", "error")
 PAPER_LOOP_CALLS = 100  # KernelBench's fixed trial count
-TIMING_SIDE_KEYS = ("median_ms", "iqr_ms", "mean_ms", "calls", "rse")
+# Derived from the record type (evaluator/harness/record.py), the one place the fields are listed.
+REQUIRED_KEYS = Record.required_keys()
+DISTRIBUTION_KEYS = Distribution.keys()
+TIMING_SIDE_KEYS = TimingSide.keys()
 
 
 @dataclass
 class Options:
-    """Knobs of one evaluation. Production defaults follow protocol.md; `quick` shrinks counts for tests and demos."""
+    """Knobs of one evaluation. Defaults follow docs/protocol.md; `quick` shrinks counts for tests and demos."""
 
     quick: bool = False
     compile_baseline: bool = False
@@ -159,68 +151,21 @@ class Spec:
 
 
 def empty_timing_side() -> dict[str, Any]:
-    return {key: None for key in TIMING_SIDE_KEYS}
+    return TimingSide().to_dict()
 
 
 def empty_distribution(name: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "passed": None,
-        "skipped": False,
-        "skip_reason": "",
-        "max_abs_error": None,
-        "max_rel_error": None,
-        "trials": 0,
-        "error": "",
-    }
+    return Distribution(name=name).to_dict()
 
 
 def empty_result() -> dict[str, Any]:
-    """A record with every required key, nothing measured yet."""
-    return {
-        "harness_version": HARNESS_VERSION,
-        "status": "runtime_error",
-        "correct": None,
-        "standard_correct": None,
-        "distributions": [empty_distribution(name) for name, _ in DISTRIBUTIONS],
-        "reference_constant": None,
-        "params_randomised": None,
-        "speedup": None,
-        "speedup_ci": None,
-        "speedup_fp32": None,
-        "speedup_compile": None,
-        "timing": {
-            "method": None,
-            "device_kind": None,
-            "candidate": empty_timing_side(),
-            "baseline_tf32": empty_timing_side(),
-            "baseline_fp32": empty_timing_side(),
-            "baseline_compile": None,
-            "wallclock": None,
-        },
-        "memory_ratio": None,
-        "memory": {"baseline_peak_bytes": None, "candidate_peak_bytes": None},
-        "checks": [{"name": name, "passed": None, "detail": "not run"} for name in CHECK_NAMES],
-        "error": "",
-        "phases": {"compile": None, "correctness": None, "timing": None},
-        "environment": {"harness_version": HARNESS_VERSION},
-    }
+    """A record with every required key, nothing measured yet (the dict form of `Record()`)."""
+    return Record().to_dict()
 
 
-def _finite_json(value: Any) -> Any:
-    """NaN/Inf are not JSON: store them as null (a record must round-trip through any JSON parser)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite_json(v) for v in value]
-    return value
-
-
-def result_to_json(record: dict[str, Any]) -> str:
+def result_to_json(record: dict[str, Any] | Record) -> str:
     """One line of strict JSON."""
-    return json.dumps(_finite_json(record), allow_nan=False, separators=(",", ":"))
+    return dumps(record)
 
 
 def result_from_json(text: str) -> dict[str, Any]:
@@ -230,63 +175,10 @@ def result_from_json(text: str) -> dict[str, Any]:
     return record
 
 
-def _is_num(value: Any) -> bool:
-    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
-
-
-def validate_result(record: Any) -> None:
-    """Raise ValueError unless `record` has the shape of protocol.md section 8 (types, not values)."""
-    problems: list[str] = []
-    if not isinstance(record, dict):
-        raise ValueError("result record must be a JSON object")
-    missing = [key for key in REQUIRED_KEYS if key not in record]
-    if missing:
-        raise ValueError(f"result record lacks keys: {missing}")
-    if record["status"] not in STATUSES:
-        problems.append(f"status {record['status']!r} not in {STATUSES}")
-    for key in ("correct", "standard_correct", "reference_constant"):
-        if record[key] is not None and not isinstance(record[key], bool):
-            problems.append(f"{key} must be bool or null")
-    for key in ("speedup", "speedup_fp32", "speedup_compile", "memory_ratio"):
-        if not _is_num(record[key]):
-            problems.append(f"{key} must be a number or null")
-    ci = record["speedup_ci"]
-    if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(_is_num(v) for v in ci)):
-        problems.append("speedup_ci must be [low, high] or null")
-    dists = record["distributions"]
-    if not isinstance(dists, list) or [d.get("name") for d in dists if isinstance(d, dict)] != [
-        n for n, _ in DISTRIBUTIONS
-    ]:
-        problems.append("distributions must list D1..D4 in order")
-    else:
-        for dist in dists:
-            lacking = [k for k in DISTRIBUTION_KEYS if k not in dist]
-            if lacking:
-                problems.append(f"distribution {dist['name']} lacks {lacking}")
-    timing = record["timing"]
-    if not isinstance(timing, dict):
-        problems.append("timing must be an object")
-    else:
-        for side in ("candidate", "baseline_tf32", "baseline_fp32"):
-            if not isinstance(timing.get(side), dict) or any(k not in timing[side] for k in TIMING_SIDE_KEYS):
-                problems.append(f"timing.{side} must hold {TIMING_SIDE_KEYS}")
-        for key in ("method", "device_kind", "baseline_compile", "wallclock"):
-            if key not in timing:
-                problems.append(f"timing lacks {key}")
-    memory = record["memory"]
-    if not isinstance(memory, dict) or set(memory) < {"baseline_peak_bytes", "candidate_peak_bytes"}:
-        problems.append("memory must hold baseline_peak_bytes and candidate_peak_bytes")
-    checks = record["checks"]
-    if not isinstance(checks, list) or not all(
-        isinstance(c, dict) and {"name", "passed", "detail"} <= set(c) for c in checks
-    ):
-        problems.append("checks must be a list of {name, passed, detail}")
-    if not isinstance(record["error"], str):
-        problems.append("error must be a string")
-    if not isinstance(record["phases"], dict) or not isinstance(record["environment"], dict):
-        problems.append("phases and environment must be objects")
-    if problems:
-        raise ValueError("invalid result record: " + "; ".join(problems))
+def validate_result(record: Any) -> Record:
+    """Raise ValueError unless `record` has the shape of docs/protocol.md section 8 (types, not values); return it
+    typed."""
+    return Record.from_dict(record)
 
 
 def set_check(record: dict[str, Any], name: str, passed: bool | None, detail: str) -> None:
@@ -296,7 +188,7 @@ def set_check(record: dict[str, Any], name: str, passed: bool | None, detail: st
             check["passed"] = passed
             check["detail"] = detail
             return
-    record["checks"].append({"name": name, "passed": passed, "detail": detail})
+    record["checks"].append(Check(name=name, passed=passed, detail=detail).to_dict())
 
 
 def get_check(record: dict[str, Any], name: str) -> dict[str, Any] | None:

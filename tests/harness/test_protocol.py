@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
 from evaluator.harness.protocol import (
     CHECK_NAMES,
     REQUIRED_KEYS,
+    SCHEMA_VERSION,
+    Check,
+    Distribution,
     Options,
+    Record,
+    TimingSide,
     empty_result,
     result_from_json,
     result_to_json,
@@ -68,3 +74,55 @@ def test_shorten_keeps_head_and_tail():
     text = "HEAD" + "x" * 10_000 + "TAIL"
     short = shorten(text, 200)
     assert len(short) < 300 and short.startswith("HEAD") and short.endswith("TAIL")
+
+
+def _stored_harness_records() -> list[dict]:
+    """Records the harness wrote on an H200 (benchmarks/results), stored before schema_version existed."""
+    root = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    records = []
+    for path in sorted(root.glob("harness-*.json")):
+        data = json.loads(path.read_text())
+        records += data["compile"] + data["runs"]
+    return records
+
+
+def test_stored_records_without_a_version_load_and_round_trip_losslessly():
+    records = _stored_harness_records()
+    assert records and all("schema_version" not in r for r in records)
+    for stored in records:
+        record = Record.from_json(json.dumps(stored))
+        assert record.schema_version == SCHEMA_VERSION
+        assert record.to_dict() == {**stored, "schema_version": SCHEMA_VERSION}  # extra keys kept, in place
+        assert Record.from_stored(stored) == record
+
+
+def test_the_record_type_is_the_one_list_of_fields():
+    assert Record().to_dict() == empty_result()
+    assert REQUIRED_KEYS == tuple(k for k in Record.keys() if k != "schema_version")
+    assert validate_result(empty_result()) == Record()
+    built = Record(status="timeout", correct=False, error="late", checks=[Check(name="x", passed=True, detail="")])
+    assert Record.from_json(built.to_json()) == built
+
+
+def test_schema_versions():
+    with pytest.raises(ValueError, match="newer"):
+        Record.from_dict({**empty_result(), "schema_version": SCHEMA_VERSION + 1})
+    with pytest.raises(ValueError):
+        Record.from_dict({**empty_result(), "schema_version": "1"})
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        None,
+        {},
+        {"status": "timeout", "correct": False, "distributions": [], "checks": [], "error": "soft limit"},
+        {"status": "ok", "timing": None, "distributions": [{"name": "D1", "passed": True}, "junk"], "memory": 3},
+    ],
+)
+def test_stored_records_of_older_shapes_read_without_raising(stored):
+    record = Record.from_stored(stored)
+    assert isinstance(record.timing.candidate, TimingSide) and record.memory.candidate_peak_bytes is None
+    assert all(isinstance(d, Distribution) for d in record.distributions)
+    if stored and "distributions" in stored:
+        assert [d.name for d in record.distributions] == [d["name"] for d in stored["distributions"][:1]]
