@@ -306,7 +306,11 @@ def main(argv: list[str] | None = None) -> int:
     if blocked:
         print(f"sandbox: uid {ident[0]} cannot enter {blocked[0]}; run with --open as root, or set {ENV_VAR}=off")
         return 1
-    print(f"sandbox: candidates run as uid {ident[0]}, gid {ident[1]}")
+    chosen = os.environ.get(ENV_VAR, DEFAULT_USER).strip().lower() or DEFAULT_USER
+    if chosen == "auto":
+        print(f"sandbox: each evaluation's kernel runs as a uid of its own ({UID_BASE} + slot)")
+    else:
+        print(f"sandbox: candidates run as uid {ident[0]}, gid {ident[1]}")
     return 0
 
 
