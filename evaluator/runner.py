@@ -26,7 +26,7 @@ from typing import Any
 
 from evaluator.harness.namespaces import BWRAP_VAR, MODE_VAR, REQUIRE_VAR
 from evaluator.harness.privileges import ENV_VAR as SANDBOX_USER_VAR
-from evaluator.harness.protocol import ENV_PASSTHROUGH, Options, Spec, empty_result, shorten, validate_result
+from evaluator.harness.protocol import ENV_PASSTHROUGH, Options, Record, Spec, shorten, validate_result
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GRACE_SECONDS = 30.0  # the harness enforces `timeout` itself; this is the backstop
@@ -143,14 +143,12 @@ def _kill_group(pid: int) -> None:
 
 
 def _timeout_record(timeout: float) -> dict[str, Any]:
-    record = empty_result()
-    record.update(
+    return Record(
         status="timeout",
         correct=False,
         standard_correct=False,
         error=f"the evaluation exceeded its {timeout:.0f} s limit; all its processes were killed",
-    )
-    return record
+    ).to_dict()
 
 
 def run_evaluation(
@@ -404,16 +402,14 @@ def _record_from(events: list[dict[str, Any]], code: int | None, log_path: Path)
     tail = shorten(log_path.read_text(errors="replace"), 800) if log_path.exists() else ""
     if any(e.get("role") == "candidate" for e in events if e.get("event") == "worker"):
         # The harness died while candidate code was running: treat it as the kernel's doing, not a retryable fault.
-        record = empty_result()
-        record.update(
+        return Record(
             status="runtime_error",
             correct=False,
             standard_correct=False,
             error=shorten(
                 f"the harness process ended (code {code}) without a verdict while the kernel was running", 600
             ),
-        )
-        return record
+        ).to_dict()
     raise InfraError(f"harness exited with code {code} before starting the kernel: {tail}")
 
 
