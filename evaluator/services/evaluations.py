@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from evaluator.harness.record import Distribution, Record
 from evaluator.models import Baseline, DistributionResult, Evaluation
 from evaluator.services.baselines import baseline_fields
 from evaluator.services.values import finite_number as _number
@@ -183,14 +184,12 @@ def harness_arguments(evaluation: Evaluation) -> dict[str, Any]:
 
 def timeout_record(*, seconds: int) -> dict[str, Any]:
     """The result record for an evaluation stopped by Celery's soft time limit (the harness should stop first)."""
-    return {
-        "status": Evaluation.ResultStatus.TIMEOUT.value,
-        "correct": False,
-        "standard_correct": False,
-        "distributions": [],
-        "checks": [],
-        "error": f"evaluation exceeded the worker's soft time limit ({seconds} s)",
-    }
+    return Record(
+        status=Evaluation.ResultStatus.TIMEOUT.value,
+        correct=False,
+        standard_correct=False,
+        error=f"evaluation exceeded the worker's soft time limit ({seconds} s)",
+    ).to_dict()
 
 
 # --- Finish -----------------------------------------------------------------------------------------------------
@@ -228,61 +227,62 @@ def _count_finished(evaluation: Evaluation, *, correct: bool) -> None:
 
 
 def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool:
-    """Store a harness result record: Evaluation columns, DistributionResult rows, Baselines created if absent,
-    and the submission's counters. Returns False (and stores nothing) if this attempt no longer owns the row."""
-    record = finite(record)
-    if not isinstance(record, dict) or record.get("status") not in RESULT_STATUSES:
+    """Validate and store a harness result record: Evaluation columns, DistributionResult rows, Baselines created
+    if absent, and the submission's counters. A record that is not one (evaluator/harness/record.py) fails the
+    evaluation instead. Returns False (and stores nothing) if this attempt no longer owns the row."""
+    try:
+        result = Record.from_dict(finite(record))
+    except ValueError as exc:
+        return evaluation_fail(evaluation=evaluation, error=f"the harness returned a malformed result record: {exc}")
+    if result.status not in RESULT_STATUSES:
         return evaluation_fail(evaluation=evaluation, error="the harness returned a malformed result record")
-    status = record["status"]
-    correct = bool(record.get("correct")) if status == Evaluation.ResultStatus.OK else False
-    ci = record.get("speedup_ci") if isinstance(record.get("speedup_ci"), list) else [None, None]
-    timing = record.get("timing") if isinstance(record.get("timing"), dict) else {}
-    candidate = timing.get("candidate") if isinstance(timing.get("candidate"), dict) else {}
+    correct = bool(result.correct) if result.status == Evaluation.ResultStatus.OK else False
+    ci = result.speedup_ci or [None, None]
     with transaction.atomic():
         updated = Evaluation.objects.filter(
             pk=evaluation.pk, status=Evaluation.Status.RUNNING, attempts=evaluation.attempts
         ).update(
             status=Evaluation.Status.DONE,
             finished_at=timezone.now(),
-            result=record,
-            result_status=status,
+            result=result.to_dict(),
+            result_status=result.status,
             correct=correct,
-            standard_correct=_flag(record.get("standard_correct")),
-            reference_constant=_flag(record.get("reference_constant")),
-            speedup=_number(record.get("speedup"), positive=True),
-            speedup_ci_low=_number(ci[0] if len(ci) > 0 else None),
-            speedup_ci_high=_number(ci[1] if len(ci) > 1 else None),
-            speedup_fp32=_number(record.get("speedup_fp32"), positive=True),
-            memory_ratio=_number(record.get("memory_ratio"), positive=True),
-            candidate_ms=_number(candidate.get("median_ms"), positive=True),
-            error=str(record.get("error") or "")[:ERROR_MAX_CHARS],
+            standard_correct=result.standard_correct,
+            reference_constant=result.reference_constant,
+            speedup=_number(result.speedup, positive=True),
+            speedup_ci_low=_number(ci[0]),
+            speedup_ci_high=_number(ci[1]),
+            speedup_fp32=_number(result.speedup_fp32, positive=True),
+            memory_ratio=_number(result.memory_ratio, positive=True),
+            candidate_ms=_number(result.timing.candidate.median_ms, positive=True),
+            error=result.error[:ERROR_MAX_CHARS],
         )
         if updated != 1:
             log.warning("evaluation %s: result of a stale attempt ignored", evaluation.pk)
             return False
-        _store_distributions(evaluation, record.get("distributions"))
-        _store_baselines(evaluation, record, timing)
+        _store_distributions(evaluation, result.distributions)
+        _store_baselines(evaluation, result)
         _count_finished(evaluation, correct=correct)
     return True
 
 
-def _store_distributions(evaluation: Evaluation, distributions: Any) -> None:
+def _store_distributions(evaluation: Evaluation, distributions: list[Distribution]) -> None:
     rows = []
-    for item in distributions if isinstance(distributions, list) else []:
-        if not isinstance(item, dict) or item.get("name") not in DistributionResult.Name.values:
+    for item in distributions:
+        if item.name not in DistributionResult.Name.values:
             continue
-        trials = item.get("trials")
+        trials = item.trials
         rows.append(
             DistributionResult(
                 evaluation=evaluation,
-                name=item["name"],
-                passed=_flag(item.get("passed")),
-                skipped=bool(item.get("skipped")),
-                skip_reason=str(item.get("skip_reason") or "")[:500],
-                max_abs_error=_number(item.get("max_abs_error")),
-                max_rel_error=_number(item.get("max_rel_error")),
+                name=item.name,
+                passed=_flag(item.passed),
+                skipped=bool(item.skipped),
+                skip_reason=str(item.skip_reason or "")[:500],
+                max_abs_error=_number(item.max_abs_error),
+                max_rel_error=_number(item.max_rel_error),
                 trials=trials if isinstance(trials, int) and 0 <= trials < 32768 else 0,
-                errors=str(item.get("error") or "")[:ERROR_MAX_CHARS],
+                errors=str(item.error or "")[:ERROR_MAX_CHARS],
             )
         )
     DistributionResult.objects.filter(evaluation=evaluation).delete()  # a re-claimed attempt starts clean
@@ -296,16 +296,15 @@ BASELINE_KEYS = {
 }
 
 
-def _store_baselines(evaluation: Evaluation, record: dict[str, Any], timing: dict[str, Any]) -> None:
+def _store_baselines(evaluation: Evaluation, result: Record) -> None:
     """Keep the paired reference measurement as the stored Baseline when none exists yet for this setting."""
-    environment = record.get("environment") if isinstance(record.get("environment"), dict) else {}
-    torch_version = str(environment.get("torch") or "unknown")[:64]
-    memory = record.get("memory") if isinstance(record.get("memory"), dict) else {}
+    torch_version = str(result.environment.get("torch") or "unknown")[:64]
+    timing = result.timing.to_dict()
     for precision, key in BASELINE_KEYS.items():
-        peak = memory.get("baseline_peak_bytes") if precision == Baseline.Precision.TF32 else None
+        peak = result.memory.baseline_peak_bytes if precision == Baseline.Precision.TF32 else None
         extra = {
-            "method": timing.get("method"),
-            "device_kind": timing.get("device_kind"),
+            "method": result.timing.method,
+            "device_kind": result.timing.device_kind,
             "evaluation_id": evaluation.pk,
         }
         fields = baseline_fields(timing.get(key), peak=peak, extra=extra)

@@ -159,3 +159,14 @@ def test_locate_quote_and_trim():
     assert locate_quote("a = 1\nstream = torch.cuda.Stream()\n", "torch.cuda.Stream()") == [2]
     assert trim_error("short") == "short"
     assert len(trim_error("x" * 20000)) < 6100
+
+
+@pytest.mark.parametrize(
+    ("sandbox", "shown"),
+    [("namespaces", "badge badge-ok"), ("uid", "weaker isolation"), ("none", "weaker isolation")],
+)
+def test_inspector_says_which_sandbox_ran_the_kernel(client, add_sample, sandbox, shown):
+    record = {**RECORD, "environment": {**RECORD["environment"], "sandbox": sandbox, "sandbox_reason": "no bwrap"}}
+    evaluation = add_sample("boxed", ProblemFactory(level=1, problem_id=20), result=record)
+    html = get(client, evaluation)
+    assert "Sandbox: " in html and sandbox in html and shown in html
