@@ -41,7 +41,7 @@ SETTINGS = {  # short thresholds so the run takes minutes; the defaults are in R
 FACTS = """
 import json
 from evaluator.models import DistributionResult, Evaluation
-from leaderboard.models import Kernel, Submission
+from catalogue.models import Kernel, Submission
 ids = {ids!r}
 kernels = Kernel.objects.filter(submission__in=ids)
 evs = Evaluation.objects.filter(kernel__in=kernels)

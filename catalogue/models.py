@@ -18,9 +18,7 @@ class LLM(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="llms"
     )
-    owner_group = models.ForeignKey(
-        "auth.Group", null=True, blank=True, on_delete=models.SET_NULL, related_name="llms"
-    )
+    owner_group = models.ForeignKey("auth.Group", null=True, blank=True, on_delete=models.SET_NULL, related_name="llms")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

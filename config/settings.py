@@ -123,8 +123,10 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "axes",
-    "leaderboard",
+    # The project's apps, bottom to top: each imports only those listed before it (README, "The house").
+    "catalogue",
     "evaluator",
+    "leaderboard",
     "inspector",
 ]
 
@@ -335,7 +337,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # Several models have a "status" field with different choices; name their enums explicitly.
     "ENUM_NAME_OVERRIDES": {
-        "SubmissionStatusEnum": "leaderboard.models.Submission.Status",
+        "SubmissionStatusEnum": "catalogue.models.Submission.Status",
         "EvaluationStatusEnum": "evaluator.models.Evaluation.Status",
     },
 }

@@ -15,12 +15,12 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from catalogue.models import Kernel
 from evaluator.audit.config import judge_status
 from evaluator.audit.judges import JudgeConfigError
 from evaluator.models import AuditFlag
 from evaluator.selectors import QueueFilters, catalogue_legend, review_queue
 from evaluator.services.audit import ReviewError, flag_review, judges_enqueue, kernel_audit_static
-from leaderboard.models import Kernel
 
 
 def _require_staff(request: HttpRequest) -> None:

@@ -12,9 +12,9 @@ from typing import Any
 from django.conf import settings
 from django.http import Http404
 
+from catalogue.models import Kernel
 from evaluator.models import AuditFlag, DistributionResult, Evaluation
 from inspector.rendering import highlight_python, locate_quote, parse_lines, trim_error, unified_diff_html
-from leaderboard.models import Kernel
 from leaderboard.selectors.pages import evaluations_with_verdicts
 
 

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
+from catalogue.models import LLM, ApiToken, Kernel, Problem, Submission
 from evaluator.admin_actions import rerun_submissions
-from leaderboard.models import LLM, ApiToken, Kernel, Problem, Submission
 
 
 @admin.register(LLM)

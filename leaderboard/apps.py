@@ -4,6 +4,8 @@ from django.apps import AppConfig
 class LeaderboardConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "leaderboard"
+    # "leaderboard" is the catalogue's label (catalogue/apps.py): its models kept their tables and admin URLs.
+    label = "board"
 
     def ready(self) -> None:
         from django.db.backends.signals import connection_created

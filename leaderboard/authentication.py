@@ -1,4 +1,4 @@
-"""DRF authentication by `Authorization: Token <key>`, against the hashed tokens of leaderboard.models.ApiToken."""
+"""DRF authentication by `Authorization: Token <key>`, against the hashed tokens of catalogue.models.ApiToken."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from leaderboard.models import LLM
+from catalogue.models import LLM
 from leaderboard.selectors.llms import llm_list_uploadable
 from leaderboard.selectors.problem_sets import problem_set_default, problem_sets
 

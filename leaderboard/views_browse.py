@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from leaderboard.models import LLM
+from catalogue.models import LLM
 from leaderboard.selectors.pages import (
     compare_page,
     llm_index,

@@ -8,10 +8,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from catalogue.models import Submission
 from leaderboard.api.throttles import upload_allowed
 from leaderboard.bundles import BundleError
 from leaderboard.forms import SubmitForm
-from leaderboard.models import Submission
 from leaderboard.selectors.submissions import submission_list, submission_progress, submission_results_csv
 from leaderboard.selectors.tokens import api_token_for
 from leaderboard.services.llms import LLMOwnershipError

@@ -9,8 +9,8 @@ import hashlib
 
 import factory
 
+from catalogue.models import LLM, Kernel, Problem, Submission
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
-from leaderboard.models import LLM, Kernel, Problem, Submission
 
 REFERENCE_SOURCE = """import torch
 import torch.nn as nn

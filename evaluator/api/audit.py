@@ -21,11 +21,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from catalogue.models import Kernel
 from evaluator.audit.config import judge_status
 from evaluator.audit.judges import JudgeConfigError
 from evaluator.models import AuditFlag
 from evaluator.services import audit as svc
-from leaderboard.models import Kernel
 
 
 class AuditFlagSerializer(serializers.ModelSerializer):

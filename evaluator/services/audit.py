@@ -21,12 +21,12 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from catalogue.models import Kernel
 from evaluator.audit.findings import SEVERITY_RANK, Finding
 from evaluator.audit.isolated import audit_static_isolated
 from evaluator.audit.runtime_signals import runtime_findings
 from evaluator.audit.schema import import_schema, validation_errors
 from evaluator.models import AuditFlag, Evaluation
-from leaderboard.models import Kernel
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from django.db import transaction
 
+from catalogue.models import Problem
 from evaluator.models import Baseline
 from evaluator.services.values import finite_number
-from leaderboard.models import Problem
 
 PRECISIONS = {p.value for p in Baseline.Precision}
 

@@ -22,11 +22,11 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from catalogue.models import Kernel, Submission
 from evaluator.harness.record import Distribution, Record
 from evaluator.models import Baseline, DistributionResult, Evaluation
 from evaluator.services.baselines import baseline_fields
 from evaluator.services.values import finite_number as _number
-from leaderboard.models import Kernel, Submission
 
 log = logging.getLogger(__name__)
 

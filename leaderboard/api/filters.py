@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import django_filters
 
-from leaderboard.models import LLM, Kernel, Problem, Submission
+from catalogue.models import LLM, Kernel, Problem, Submission
 
 
 class LLMFilter(django_filters.FilterSet):

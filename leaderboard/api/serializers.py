@@ -11,7 +11,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from leaderboard.models import LLM, Kernel, Problem, Submission
+from catalogue.models import LLM, Kernel, Problem, Submission
 from leaderboard.selectors.submissions import submission_progress
 
 

@@ -14,12 +14,12 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from catalogue.models import LLM, Kernel, Problem, Submission
 from evaluator.services.evaluations import submission_rerun
 from leaderboard.api import filters, serializers
 from leaderboard.api.parsers import UntrustedJSONParser
 from leaderboard.api.throttles import SubmissionRateThrottle
 from leaderboard.bundles import BundleError
-from leaderboard.models import LLM, Kernel, Problem, Submission
 from leaderboard.selectors.submissions import submission_list, submission_results_csv
 from leaderboard.services.llms import LLMOwnershipError, llm_transfer
 from leaderboard.services.submissions import UPLOAD_FIELDS, submission_create_from_upload

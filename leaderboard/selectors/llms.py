@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 
-from leaderboard.models import LLM
+from catalogue.models import LLM
 
 
 def llm_can_upload(*, llm: LLM, user: AbstractBaseUser | AnonymousUser) -> bool:

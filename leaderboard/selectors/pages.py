@@ -8,8 +8,8 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
+from catalogue.models import LLM, Problem, Submission
 from evaluator.models import AuditFlag, Baseline, Evaluation
-from leaderboard.models import LLM, Problem, Submission
 from leaderboard.selectors.ranking import with_eligibility
 
 OPEN_REVIEW_STATES = (AuditFlag.Review.SUSPECTED, AuditFlag.Review.CORROBORATED)

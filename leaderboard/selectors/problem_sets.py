@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db.models import Max
 
-from leaderboard.models import Problem
+from catalogue.models import Problem
 
 
 def problem_sets() -> list[str]:

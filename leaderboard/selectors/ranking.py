@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass, field
 from django.conf import settings
 from django.db.models import BooleanField, Case, Exists, OuterRef, QuerySet, Value, When
 
+from catalogue.models import Problem
 from evaluator.models import Baseline, DistributionResult, Evaluation
-from leaderboard.models import Problem
 from leaderboard.selectors.eligibility import confirmed_hack_exists, eligibility_q
 from leaderboard.selectors.ranking_cache import (  # noqa: F401  (leaderboard_cache_clear is this module's API too)
     board_version,

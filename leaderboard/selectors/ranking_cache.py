@@ -11,8 +11,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 
+from catalogue.models import Problem, Submission
 from evaluator.models import AuditFlag, Baseline, Evaluation
-from leaderboard.models import Problem, Submission
 
 CACHE_VERSION_KEY = "leaderboard:version"
 # Part of every key: bump it when the cached objects change shape (LeaderboardData gained problem_counts and

@@ -9,8 +9,8 @@ from typing import Any
 
 from django.db.models import Count, Min, Q, QuerySet
 
+from catalogue.models import Submission
 from evaluator.models import Evaluation
-from leaderboard.models import Submission
 from leaderboard.selectors.eligibility import ranked_evaluations
 
 

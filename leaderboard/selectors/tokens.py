@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from leaderboard.models import ApiToken
+from catalogue.models import ApiToken
 from leaderboard.services.tokens import token_digest
 
 

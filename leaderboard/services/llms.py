@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser, Group
 from django.db import IntegrityError, transaction
 
-from leaderboard.models import LLM
+from catalogue.models import LLM
 
 LLM_NAME_MAX = LLM._meta.get_field("name").max_length
 

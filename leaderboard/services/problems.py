@@ -16,7 +16,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from leaderboard.models import Problem
+from catalogue.models import Problem
 
 # <id>_<Name>.py, as in KernelBench/level1/19_ReLU.py
 PROBLEM_FILENAME_RE = re.compile(r"^(?P<id>\d+)_(?P<name>.+)\.py$")

@@ -11,10 +11,10 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 from django.db.models import Q
 
+from catalogue.models import LLM, Kernel, Problem, Submission
 from evaluator.models import Evaluation
 from evaluator.services.evaluations import HARDWARE_RE, evaluations_enqueue, kernels_audit_enqueue
 from leaderboard.bundles import BundleError, ParsedBundle, check_bundle_size, parse_bundle, read_upload
-from leaderboard.models import LLM, Kernel, Problem, Submission
 from leaderboard.selectors.llms import llm_can_upload
 from leaderboard.selectors.problem_sets import problem_set_default, unknown_problem_set_message
 from leaderboard.services.llms import LLMOwnershipError, llm_get_or_create, llm_normalise_name

@@ -8,7 +8,7 @@ import secrets
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from leaderboard.models import ApiToken
+from catalogue.models import ApiToken
 
 PREFIX_LENGTH = 8
 

@@ -6,9 +6,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from catalogue.models import Kernel
 from evaluator.models import AuditFlag
 from evaluator.services.audit import ReviewError, flag_review, kernel_audit_static
-from leaderboard.models import Kernel
 from leaderboard.selectors.eligibility import ranked_evaluations
 from tests.audit.conftest import CORPUS
 from tests.factories import EvaluationFactory, KernelFactory

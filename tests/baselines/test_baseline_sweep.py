@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from catalogue.models import Problem
 from evaluator.models import Baseline
-from leaderboard.models import Problem
 from tests.conftest import REPO_ROOT
 
 DEMO = REPO_ROOT / "leaderboard" / "demo" / "problems"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from catalogue.models import LLM, Problem
 from evaluator.models import Evaluation
-from leaderboard.models import LLM, Problem
 from tests.factories import DistributionResultFactory, EvaluationFactory, KernelFactory, ProblemFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

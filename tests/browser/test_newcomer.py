@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from catalogue.models import Submission
 from evaluator.models import Evaluation
 from evaluator.services.evaluations import evaluation_claim, evaluation_finish
-from leaderboard.models import Submission
 from tests.pipeline.helpers import DEMO_DIR, demo_kernel, kernel_name, make_zip, record
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from catalogue.models import Kernel
 from evaluator.models import Evaluation
-from leaderboard.models import Kernel
 from tests.factories import KERNEL_SOURCE, ProblemFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from leaderboard.models import Problem
+from catalogue.models import Problem
 from leaderboard.services.problems import problems_import_path
 
 pytestmark = pytest.mark.django_db

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, transaction
 
+from catalogue.models import LLM, Kernel, Problem, Submission
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
-from leaderboard.models import LLM, Kernel, Problem, Submission
 
 pytestmark = pytest.mark.django_db
 

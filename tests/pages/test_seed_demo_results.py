@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.core.management import CommandError, call_command
 
+from catalogue.models import LLM, Kernel, Submission
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
-from leaderboard.models import LLM, Kernel, Submission
 from leaderboard.selectors.ranking import compute_leaderboard
 
 pytestmark = pytest.mark.django_db

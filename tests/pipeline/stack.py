@@ -150,7 +150,7 @@ class Stack:
         """Counts straight from the database, to check nothing is double-counted."""
         code = (
             "import json; from evaluator.models import Evaluation, DistributionResult; "
-            "from leaderboard.models import Submission, Kernel; "
+            "from catalogue.models import Submission, Kernel; "
             f"ids = {submission_ids!r}; "
             "print(json.dumps({'submissions': [dict(id=s.pk, status=s.status, kernels=s.kernel_count, "
             "evaluated=s.evaluated_count, correct=s.correct_count) for s in Submission.objects.filter(pk__in=ids)"

@@ -9,8 +9,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
+from catalogue.models import Kernel, Submission
 from evaluator.models import Evaluation
-from leaderboard.models import Kernel, Submission
 from leaderboard.services.tokens import api_token_create
 from tests.pipeline.helpers import DEMO_SET, demo_kernel, kernel_name, make_zip, record
 

@@ -10,8 +10,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from catalogue.models import Kernel, Submission
 from evaluator.models import Evaluation
-from leaderboard.models import Kernel, Submission
 from tests.pipeline.helpers import demo_kernel, jsonl, kernel_name, leaderboard_json, make_tar, make_zip
 
 pytestmark = pytest.mark.django_db

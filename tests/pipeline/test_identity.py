@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.db import connection
 from rest_framework.test import APIClient
 
+from catalogue.models import LLM, Submission
 from evaluator.models import Evaluation
-from leaderboard.models import LLM, Submission
 from leaderboard.services.llms import llm_get_or_create
 from leaderboard.services.tokens import api_token_create
 from tests.pipeline.helpers import DEMO_SET, demo_kernel, kernel_name, make_zip
@@ -134,7 +134,7 @@ def test_identical_bundle_on_the_web_redirects_to_the_existing_submission(demo_p
 
 
 def test_tokens_are_stored_as_a_hash_and_still_work(demo_problems, user, sent):
-    from leaderboard.models import ApiToken
+    from catalogue.models import ApiToken
 
     key = api_token_create(user=user)
     stored = ApiToken.objects.get(user=user)
@@ -232,10 +232,10 @@ def test_migration_carries_drf_tokens_over_as_hashes_and_wipes_them(user):
 
     from django.apps import apps
 
-    from leaderboard.models import ApiToken
+    from catalogue.models import ApiToken
     from leaderboard.selectors.tokens import api_token_user
 
-    migration = importlib.import_module("leaderboard.migrations.0002_owners_hashed_tokens")
+    migration = importlib.import_module("catalogue.migrations.0002_owners_hashed_tokens")
     key = "0123456789abcdef0123456789abcdef01234567"
     with connection.cursor() as cursor:
         cursor.execute("CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, user_id bigint, created text)")

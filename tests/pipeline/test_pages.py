@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from catalogue.models import LLM, Submission
 from evaluator.models import Evaluation
 from evaluator.tasks.evaluation import evaluate_kernel
-from leaderboard.models import LLM, Submission
 from leaderboard.selectors.tokens import api_token_user
 from leaderboard.services.llms import llm_get_or_create
 from tests.pipeline.helpers import DEMO_SET, demo_kernel, kernel_name, make_zip, record

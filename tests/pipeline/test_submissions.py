@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from catalogue.models import LLM, Kernel, Problem, Submission
 from evaluator.models import Evaluation
 from evaluator.services import evaluations as eval_services
 from leaderboard.bundles import BundleError
-from leaderboard.models import LLM, Kernel, Problem, Submission
 from leaderboard.services.llms import llm_get_or_create
 from leaderboard.services.submissions import submission_create
 from tests.pipeline.helpers import DEMO_SET, demo_kernel, jsonl, kernel_name, make_zip

@@ -9,10 +9,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.core.management import call_command
 from django.utils import timezone
 
+from catalogue.models import Submission
 from evaluator.models import Baseline, DistributionResult, Evaluation
 from evaluator.services import evaluations as svc
 from evaluator.tasks.evaluation import evaluate_kernel
-from leaderboard.models import Submission
 from leaderboard.services.submissions import submission_create
 from tests.pipeline.helpers import DEMO_SET, demo_kernel, kernel_name, make_zip, record
 

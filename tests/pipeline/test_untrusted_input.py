@@ -11,7 +11,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from leaderboard.models import Submission
+from catalogue.models import Submission
 from tests.factories import EvaluationFactory
 from tests.pipeline.helpers import DEMO_SET, demo_kernel, kernel_name, make_zip
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from leaderboard.models import Submission
+from catalogue.models import Submission
 from leaderboard.services.problems import problems_import_path
 from leaderboard.services.submissions import submission_create
 

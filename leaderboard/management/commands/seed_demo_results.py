@@ -20,9 +20,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import timezone
 
+from catalogue.models import LLM, Kernel, Problem, Submission
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
 from leaderboard.management.commands._synthetic_kernels import HACKS, KERNEL_TEMPLATE
-from leaderboard.models import LLM, Kernel, Problem, Submission
 from leaderboard.selectors.ranking import leaderboard_cache_clear
 from leaderboard.services.problems import problems_import_path
 
