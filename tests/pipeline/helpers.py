@@ -9,6 +9,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from evaluator.harness.record import DISTRIBUTIONS, Check, Distribution, Memory, Record, Timing, TimingSide
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_DIR = REPO_ROOT / "leaderboard" / "demo"
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -61,44 +63,33 @@ def jsonl(rows: list[dict[str, Any]]) -> bytes:
 
 
 def record(*, status: str = "ok", correct: bool = True, speedup: float | None = 1.25, torch: str = "2.13.0") -> dict:
-    """A result record shaped like the harness contract (protocol.md section 8)."""
+    """A result record of the harness contract (evaluator/harness/record.py), as the harness would print it."""
     fp32 = speedup * 1.1 if speedup is not None else None
     ci = [speedup * 0.9, speedup * 1.1] if speedup is not None else None
     side = {"median_ms": 0.5, "iqr_ms": 0.01, "mean_ms": 0.51, "calls": 20, "rse": 0.004}
-    return {
-        "status": status,
-        "correct": correct,
-        "standard_correct": correct,
-        "distributions": [
-            {
-                "name": name,
-                "passed": correct,
-                "skipped": False,
-                "skip_reason": "",
-                "max_abs_error": 1e-7,
-                "max_rel_error": 1e-6,
-                "trials": 2,
-                "error": "",
-            }
-            for name in ("D1", "D2", "D3", "D4")
+    return Record(
+        status=status,
+        correct=correct,
+        standard_correct=correct,
+        distributions=[
+            Distribution(name=name, passed=correct, max_abs_error=1e-7, max_rel_error=1e-6, trials=2)
+            for name, _ in DISTRIBUTIONS
         ],
-        "reference_constant": False,
-        "speedup": speedup,
-        "speedup_ci": ci,
-        "speedup_fp32": fp32,
-        "speedup_compile": None,
-        "timing": {
-            "method": "perf_counter",
-            "device_kind": "cpu",
-            "candidate": {**side, "median_ms": 0.4},
-            "baseline_tf32": side,
-            "baseline_fp32": {**side, "median_ms": 0.55},
-            "baseline_compile": None,
-        },
-        "memory_ratio": 1.0,
-        "memory": {"baseline_peak_bytes": 4096, "candidate_peak_bytes": 4096},
-        "checks": [{"name": "output_plain_tensor", "passed": True, "detail": ""}],
-        "error": "" if status == "ok" else f"{status} happened",
-        "phases": {},
-        "environment": {"torch": torch, "device": "cpu"},
-    }
+        reference_constant=False,
+        speedup=speedup,
+        speedup_ci=ci,
+        speedup_fp32=fp32,
+        timing=Timing(
+            method="perf_counter",
+            device_kind="cpu",
+            candidate=TimingSide(**{**side, "median_ms": 0.4}),
+            baseline_tf32=TimingSide(**side),
+            baseline_fp32=TimingSide(**{**side, "median_ms": 0.55}),
+        ),
+        memory_ratio=1.0,
+        memory=Memory(baseline_peak_bytes=4096, candidate_peak_bytes=4096),
+        checks=[Check(name="output_plain_tensor", passed=True, detail="")],
+        error="" if status == "ok" else f"{status} happened",
+        phases={},
+        environment={"torch": torch, "device": "cpu"},
+    ).to_dict()
