@@ -1,7 +1,8 @@
 """`kernel_inspection(kernel_id)`: everything the inspector page shows about one kernel, in a fixed number of queries.
 
-The result record (protocol.md section 8) is read defensively: fields the harness did not write show as missing
-rather than breaking the page, because records from older harness versions stay in the database.
+The result record (docs/protocol.md section 8) is read through its type, `Record.from_stored`
+(evaluator/harness/record.py): fields an older harness did not write read as their defaults rather than breaking the
+page, because records from older harness versions stay in the database.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from django.conf import settings
 from django.http import Http404
 
 from catalogue.models import Kernel
+from evaluator.harness.record import Check, Distribution, Record
 from evaluator.models import AuditFlag, DistributionResult, Evaluation
-from inspector.rendering import highlight_python, locate_quote, parse_lines, trim_error, unified_diff_html
+from inspector.rendering import locate_quote, parse_lines, trim_error
+from leaderboard.highlight import highlight_python, unified_diff_html
 from leaderboard.selectors.pages import evaluations_with_verdicts
 
 
@@ -48,9 +51,9 @@ class KernelInspection:
     kernel: Kernel
     evaluation: Evaluation | None
     evaluations: list[Evaluation]  # every evaluation of this kernel, current ones first
-    result: dict[str, Any]
-    distributions: list[DistributionResult | dict]
-    checks: list[dict]
+    result: Record
+    distributions: list[DistributionResult | Distribution]
+    checks: list[Check]
     speedups: list[SpeedupView]
     timing_rows: list[tuple[str, dict]]  # (side, stats)
     timing_extra: dict[str, Any]  # scalar timing fields: method, flush, device...
@@ -97,29 +100,21 @@ def _flag_views(flags: list[AuditFlag], source: str) -> list[FlagView]:
     return views
 
 
-def _timing(result: dict) -> tuple[list[tuple[str, dict]], dict]:
-    timing = result.get("timing")
-    if not isinstance(timing, dict):
-        return [], {}
+def _timing(result: Record) -> tuple[list[tuple[str, dict]], dict]:
+    timing = result.timing.to_dict()  # the named sides, then what this harness version added (wallclock, ...)
     rows = [(side, stats) for side, stats in timing.items() if isinstance(stats, dict)]
     extra = {k: v for k, v in timing.items() if not isinstance(v, dict | list)}
     return rows, extra
 
 
-def _memory(result: dict, evaluation: Evaluation | None) -> dict[str, Any]:
-    memory = dict(result.get("memory") or {}) if isinstance(result.get("memory"), dict) else {}
-    for key, value in result.items():
+def _memory(result: Record, evaluation: Evaluation | None) -> dict[str, Any]:
+    memory = result.memory.to_dict()
+    for key, value in result.extra.items():
         if "peak" in key and not isinstance(value, dict | list):
             memory.setdefault(key, value)
-    ratio = (
-        evaluation.memory_ratio if evaluation and evaluation.memory_ratio is not None else result.get("memory_ratio")
-    )
+    ratio = evaluation.memory_ratio if evaluation and evaluation.memory_ratio is not None else result.memory_ratio
     memory["ratio"] = ratio
     return memory
-
-
-def _field(row: DistributionResult | dict, name: str) -> Any:
-    return row.get(name) if isinstance(row, dict) else getattr(row, name, None)
 
 
 def _ci(value: object) -> tuple[float | None, float | None]:
@@ -139,17 +134,15 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None) -> Ke
         evaluations_with_verdicts().filter(kernel_id=kernel.pk).order_by("-is_current", "hardware", "-queued_at")
     )
     evaluation = _pick_evaluation(evaluations, evaluation_id)
-    result = evaluation.result if evaluation and isinstance(evaluation.result, dict) else {}
+    result = Record.from_stored(evaluation.result if evaluation else None)
 
-    distributions: list[DistributionResult | dict] = []
+    distributions: list[DistributionResult | Distribution] = []
     if evaluation:
         distributions = list(DistributionResult.objects.filter(evaluation=evaluation).order_by("name"))
     if not distributions:  # older records keep them only in the JSON
-        distributions = [d for d in result.get("distributions") or [] if isinstance(d, dict)]
+        distributions = list(result.distributions)
     if evaluation:  # for the one-line verdict ("Incorrect: D4 (x-1) failed")
-        evaluation.failed_distribution_names = [
-            _field(d, "name") for d in distributions if _field(d, "passed") is False and not _field(d, "skipped")
-        ]
+        evaluation.failed_distribution_names = [d.name for d in distributions if d.passed is False and not d.skipped]
 
     flags = _flag_views(
         list(AuditFlag.objects.filter(kernel=kernel).select_related("reviewed_by").order_by("-created_at")),
@@ -161,19 +154,19 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None) -> Ke
     if evaluation:
         ci_low, ci_high = evaluation.speedup_ci_low, evaluation.speedup_ci_high
         if ci_low is None:
-            ci_low, ci_high = _ci(result.get("speedup_ci"))
+            ci_low, ci_high = _ci(result.speedup_ci)
         speedups.append(SpeedupView("vs PyTorch TF32 (verified)", evaluation.speedup, ci_low, ci_high))
         speedups.append(
-            SpeedupView("vs PyTorch FP32 (standard)", evaluation.speedup_fp32, *_ci(result.get("speedup_fp32_ci")))
+            SpeedupView(
+                "vs PyTorch FP32 (standard)", evaluation.speedup_fp32, *_ci(result.extra.get("speedup_fp32_ci"))
+            )
         )
-        if result.get("speedup_compile") is not None:
+        if result.speedup_compile is not None:
             speedups.append(
-                SpeedupView("vs torch.compile", result.get("speedup_compile"), *_ci(result.get("speedup_compile_ci")))
+                SpeedupView("vs torch.compile", result.speedup_compile, *_ci(result.extra.get("speedup_compile_ci")))
             )
     timing_rows, timing_extra = _timing(result)
-    error = (evaluation.error if evaluation else "") or str(result.get("error") or "")
-    checks = [c for c in result.get("checks") or [] if isinstance(c, dict)]
-    environment = result.get("environment") if isinstance(result.get("environment"), dict) else {}
+    error = (evaluation.error if evaluation else "") or result.error
 
     return KernelInspection(
         kernel=kernel,
@@ -181,7 +174,7 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None) -> Ke
         evaluations=evaluations,
         result=result,
         distributions=distributions,
-        checks=checks,
+        checks=result.checks,
         speedups=speedups,
         timing_rows=timing_rows,
         timing_extra=timing_extra,
@@ -191,7 +184,7 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None) -> Ke
         kernel_html=highlight_python(kernel.source, anchor="k", hl_lines=hl_lines),
         reference_html=highlight_python(kernel.problem.source, anchor="r"),
         diff_html=unified_diff_html(kernel.problem.source, kernel.source),
-        environment=environment,
+        environment=result.environment,
     )
 
 
