@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from catalogue.models import LLM, Kernel, Problem, Submission
+from evaluator.harness.record import Check, Distribution, Memory, Record, Timing, TimingSide
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
 from leaderboard.management.commands._synthetic_kernels import HACKS, KERNEL_TEMPLATE
 from leaderboard.selectors.ranking import leaderboard_cache_clear
@@ -301,60 +302,56 @@ class Command(BaseCommand):
             Evaluation.ResultStatus.RUNTIME_ERROR: "RuntimeError: CUDA error: an illegal memory access was encountered",
             Evaluation.ResultStatus.TIMEOUT: "harness timed out after 900 s",
         }.get(plan["status"], "")
-        # The same shape as the harness's record (evaluator/harness/protocol.py), plus "synthetic": true.
-        result = {
-            "synthetic": True,
-            "harness_version": "synthetic",
-            "status": plan["status"],
-            "correct": plan["correct"],
-            "standard_correct": plan["standard_correct"],
-            "distributions": [
-                {**{k: v for k, v in d.items() if k != "errors"}, "error": d["errors"]} for d in plan["distributions"]
-            ],
-            "reference_constant": False,
-            "params_randomised": plan["status"] == Evaluation.ResultStatus.OK,
-            "speedup": speedup,
-            "speedup_ci": list(ci) if speedup else None,
-            "speedup_fp32": speedup_fp32,
-            "speedup_compile": prof.compile_ms / kernel_ms if kernel_ms else None,
-            "timing": {
-                "method": "synthetic (no measurement)",
-                "device_kind": "synthetic",
-                "candidate": _timing_side(kernel_ms, 0.02),
-                "baseline_tf32": _timing_side(prof.tf32_ms, 0.01),
-                "baseline_fp32": _timing_side(prof.fp32_ms, 0.01),
-                "baseline_compile": _timing_side(prof.compile_ms, 0.01),
-                "wallclock": None,
-            }
-            if kernel_ms
-            else None,
-            "memory_ratio": memory_ratio,
-            "memory": {
-                "baseline_peak_bytes": prof.peak if memory_ratio else None,
-                "candidate_peak_bytes": int(prof.peak / memory_ratio) if memory_ratio else None,
-            },
-            "checks": [
-                {"name": "output_plain_tensor", "passed": True, "detail": "type(out) is torch.Tensor"},
-                {"name": "inputs_unchanged", "passed": True, "detail": "inputs compared after the call"},
-                {"name": "output_no_alias", "passed": True, "detail": "output shares no storage with inputs"},
-                {
-                    "name": "timer_integrity",
-                    "passed": True,
-                    "detail": "device-synchronised wall clock vs event time",
-                },
-            ]
-            if plan["status"] == Evaluation.ResultStatus.OK
-            else [],
-            "error": error,
-            "phases": {"compile": None, "correctness": None, "timing": None},
-            "environment": {
+        # Built as the harness builds its record (evaluator/harness/record.py), plus "synthetic": true.
+        ok = plan["status"] == Evaluation.ResultStatus.OK
+        record = Record(
+            harness_version="synthetic",
+            status=plan["status"],
+            correct=plan["correct"],
+            standard_correct=plan["standard_correct"],
+            reference_constant=False,
+            params_randomised=ok,
+            speedup=speedup,
+            speedup_ci=list(ci) if speedup else None,
+            speedup_fp32=speedup_fp32,
+            speedup_compile=prof.compile_ms / kernel_ms if kernel_ms else None,
+            memory_ratio=memory_ratio,
+            memory=Memory(
+                baseline_peak_bytes=prof.peak if memory_ratio else None,
+                candidate_peak_bytes=int(prof.peak / memory_ratio) if memory_ratio else None,
+            ),
+            error=error,
+            environment={
                 "device": "synthetic (no GPU)",
                 "torch": TORCH_VERSION,
                 "harness_version": "synthetic",
                 "tf32": True,
                 "note": SYNTHETIC_NOTE,
             },
-        }
+            extra={"synthetic": True},
+        )
+        if plan["distributions"]:
+            record.distributions = [
+                Distribution(**{k: v for k, v in d.items() if k != "errors"}, error=d["errors"])
+                for d in plan["distributions"]
+            ]
+        if kernel_ms:
+            record.timing = Timing(
+                method="synthetic (no measurement)",
+                device_kind="synthetic",
+                candidate=TimingSide(**_timing_side(kernel_ms, 0.02)),
+                baseline_tf32=TimingSide(**_timing_side(prof.tf32_ms, 0.01)),
+                baseline_fp32=TimingSide(**_timing_side(prof.fp32_ms, 0.01)),
+                baseline_compile=_timing_side(prof.compile_ms, 0.01),
+            )
+        if ok:
+            record.checks = [
+                Check(name="output_plain_tensor", passed=True, detail="type(out) is torch.Tensor"),
+                Check(name="inputs_unchanged", passed=True, detail="inputs compared after the call"),
+                Check(name="output_no_alias", passed=True, detail="output shares no storage with inputs"),
+                Check(name="timer_integrity", passed=True, detail="device-synchronised wall clock vs event time"),
+            ]
+        result = record.to_dict()
         return Evaluation(
             kernel=kernel,
             hardware=hardware,
