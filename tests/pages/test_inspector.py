@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from evaluator.harness.record import Record
 from evaluator.models import AuditFlag
 from inspector.rendering import locate_quote, parse_lines, trim_error
 from tests.factories import AuditFlagFactory, DistributionResultFactory, ProblemFactory
@@ -113,6 +114,15 @@ def test_errors_are_escaped_and_trimmed(client, add_sample):
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "lines trimmed" in html and "line 499" in html and "line 250" not in html
+
+
+def test_a_record_that_never_reached_the_gate_shows_its_distributions_as_not_run(client, add_sample):
+    """A compile error's record lists D1..D4 unmeasured (passed null): neither pass nor fail."""
+    result = Record(status="compile_error", correct=False, error="nvcc: error").to_dict()
+    evaluation = add_sample("x", ProblemFactory(), correct=False, speedup=None, result_status="compile_error")
+    type(evaluation).objects.filter(pk=evaluation.pk).update(result=result)
+    html = get(client, evaluation)
+    assert html.count(">not run</span>") == 4  # one per distribution
 
 
 def test_result_json_and_evaluation_choice(client, inspected, add_sample):
