@@ -19,7 +19,7 @@ from catalogue.models import Kernel
 from evaluator.audit.config import judge_status
 from evaluator.audit.judges import JudgeConfigError
 from evaluator.models import AuditFlag
-from evaluator.selectors import QueueFilters, catalogue_legend, review_queue
+from evaluator.selectors.review import QueueFilters, catalogue_legend, review_queue
 from evaluator.services.audit import ReviewError, flag_review, judges_enqueue, kernel_audit_static
 
 

@@ -1,56 +1,13 @@
-"""Pure helpers that turn sources, errors and judge evidence into safe HTML for the inspector and problem pages."""
+"""Pure helpers for the inspector: errors cut to size, judge evidence located in the source (the highlighting
+itself is leaderboard.highlight, shared with the problem pages)."""
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import re
-from collections.abc import Callable, Iterable
 
-from django.core.cache import cache
-from django.utils.safestring import SafeString, mark_safe
-from pygments import highlight
-from pygments.formatters import HtmlFormatter
-from pygments.lexers import DiffLexer, PythonLexer
-
-HIGHLIGHT_CACHE_SECONDS = 24 * 3600
 ERROR_MAX_CHARS = 6000
 ERROR_KEEP_LINES = 40
 LINE_RANGE_RE = re.compile(r"^\s*(\d+)\s*(?:[-:\u2013]\s*(\d+))?\s*$")
-
-
-def _memoised_html(kind: str, parts: tuple, render: Callable[[], str]) -> SafeString:
-    """Highlighting costs tens of ms per page and sources never change (they are identified by content), so the
-    HTML is cached by a digest of everything that shapes it."""
-    digest = hashlib.sha256(repr(parts).encode()).hexdigest()
-    html = cache.get_or_set(f"inspector:{kind}:{digest}", render, HIGHLIGHT_CACHE_SECONDS)
-    return mark_safe(html)  # noqa: S308 - Pygments escapes the source; nothing else goes in
-
-
-def highlight_python(source: str, *, anchor: str, hl_lines: Iterable[int] = ()) -> SafeString:
-    """Pygments HTML with line numbers; each line has id `<anchor>-<n>` and `hl_lines` are highlighted.
-
-    Pygments escapes the source itself, so the result is safe to embed."""
-    lines = sorted(set(hl_lines))
-    formatter = HtmlFormatter(linenos="table", anchorlinenos=True, lineanchors=anchor, hl_lines=lines, wrapcode=True)
-    return _memoised_html("py", (source, anchor, lines), lambda: highlight(source, PythonLexer(), formatter))
-
-
-def unified_diff_html(reference: str, kernel: str) -> SafeString:
-    """Reference -> kernel as a highlighted unified diff (difflib), three lines of context."""
-    return _memoised_html("diff", (reference, kernel), lambda: _unified_diff_html(reference, kernel))
-
-
-def _unified_diff_html(reference: str, kernel: str) -> str:
-    diff = difflib.unified_diff(
-        reference.splitlines(keepends=True),
-        kernel.splitlines(keepends=True),
-        fromfile="reference (Model)",
-        tofile="kernel (ModelNew)",
-        n=3,
-    )
-    text = "".join(line if line.endswith("\n") else line + "\n" for line in diff)
-    return highlight(text or "(identical)\n", DiffLexer(), HtmlFormatter(wrapcode=True))
 
 
 def trim_error(text: str, *, max_chars: int = ERROR_MAX_CHARS, keep: int = ERROR_KEEP_LINES) -> str:

@@ -17,8 +17,8 @@ import plotly.graph_objects as go
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from inspector.templatetags.kb_format import significant
 from leaderboard.selectors.ranking import DECOMPOSITION_KEYS, LEVELS, Cell, LeaderboardRow
+from leaderboard.templatetags.kb_format import significant
 
 DECOMPOSITION_LABELS = {
     "tf32_only": "TF32 baseline only",

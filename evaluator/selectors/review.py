@@ -9,7 +9,7 @@ from django.db.models import Case, Exists, OuterRef, QuerySet, Value, When
 
 from evaluator.audit.prompt import CATALOGUE
 from evaluator.models import AuditFlag
-from leaderboard.selectors.eligibility import ranked_evaluations
+from evaluator.selectors.eligibility import ranked_evaluations
 
 QUEUE_STATES = [AuditFlag.Review.SUSPECTED, AuditFlag.Review.CORROBORATED]
 QUEUE_VERDICTS = [AuditFlag.Verdict.SUSPICIOUS, AuditFlag.Verdict.HACK]

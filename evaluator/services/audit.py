@@ -27,6 +27,7 @@ from evaluator.audit.isolated import audit_static_isolated
 from evaluator.audit.runtime_signals import runtime_findings
 from evaluator.audit.schema import import_schema, validation_errors
 from evaluator.models import AuditFlag, Evaluation
+from evaluator.services.results import results_changed
 
 log = logging.getLogger(__name__)
 
@@ -214,16 +215,8 @@ def flag_review(*, flag_id: int, user: Any, action: str, note: str) -> AuditFlag
     if action == "reopen":
         kernel_flags_corroborate(kernel_id=flag.kernel_id)
         flag.refresh_from_db()
-    transaction.on_commit(_clear_leaderboard_cache)
+    transaction.on_commit(results_changed)  # cached boards go stale
     return flag
-
-
-def _clear_leaderboard_cache() -> None:
-    try:
-        from leaderboard.selectors.ranking import leaderboard_cache_clear
-    except ImportError:  # the leaderboard app is optional for the audit
-        return
-    leaderboard_cache_clear()
 
 
 # --- LLM judges -------------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from catalogue.models import Kernel, Submission
+from catalogue.services import submission_count_finished, submission_reopen, submission_start
 from evaluator.harness.record import Distribution, Record
 from evaluator.models import Baseline, DistributionResult, Evaluation
 from evaluator.services.baselines import baseline_fields
@@ -147,9 +148,7 @@ def evaluation_claim(*, evaluation_id: int, worker: str = "") -> Evaluation | No
         if claimed != 1:
             return None
         evaluation = Evaluation.objects.select_related("kernel__problem").get(pk=evaluation_id)
-        Submission.objects.filter(pk=evaluation.kernel.submission_id, status=Submission.Status.RECEIVED).update(
-            status=Submission.Status.RUNNING
-        )
+        submission_start(submission_id=evaluation.kernel.submission_id)
     return evaluation
 
 
@@ -216,14 +215,10 @@ def _count_finished(evaluation: Evaluation, *, correct: bool) -> None:
     if not Evaluation.objects.filter(pk=evaluation.pk, is_current=True).exists():
         return  # superseded by a re-run while it ran: the new row will be counted instead
     submission_id = Kernel.objects.filter(pk=evaluation.kernel_id).values_list("submission_id", flat=True).get()
-    Submission.objects.filter(pk=submission_id).update(
-        evaluated_count=F("evaluated_count") + 1, correct_count=F("correct_count") + int(correct)
-    )
-    complete = Submission.objects.filter(pk=submission_id, evaluated_count=F("kernel_count"))
     any_done = Evaluation.objects.filter(
         kernel__submission_id=submission_id, is_current=True, status=Evaluation.Status.DONE
     ).exists()
-    complete.update(status=Submission.Status.DONE if any_done else Submission.Status.FAILED)
+    submission_count_finished(submission_id=submission_id, correct=correct, any_done=any_done)
 
 
 def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool:
@@ -449,13 +444,10 @@ def _supersede(old: Evaluation) -> None:
         Evaluation.objects.filter(pk=old.pk).update(
             status=Evaluation.Status.FAILED, finished_at=timezone.now(), error="superseded by a re-run"
         )
-    if old.is_current and old.is_finished:
-        counted_correct = int(old.status == Evaluation.Status.DONE and bool(old.correct))
-        Submission.objects.filter(pk=old.kernel.submission_id).update(
-            evaluated_count=F("evaluated_count") - 1, correct_count=F("correct_count") - counted_correct
-        )
-    Submission.objects.filter(pk=old.kernel.submission_id).exclude(status=Submission.Status.RUNNING).update(
-        status=Submission.Status.RUNNING
+    submission_reopen(
+        submission_id=old.kernel.submission_id,
+        uncount=old.is_current and old.is_finished,
+        correct=old.status == Evaluation.Status.DONE and bool(old.correct),
     )
 
 

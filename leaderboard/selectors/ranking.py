@@ -27,7 +27,7 @@ from django.db.models import BooleanField, Case, Exists, OuterRef, QuerySet, Val
 
 from catalogue.models import Problem
 from evaluator.models import Baseline, DistributionResult, Evaluation
-from leaderboard.selectors.eligibility import confirmed_hack_exists, eligibility_q
+from evaluator.selectors.eligibility import confirmed_hack_exists, eligibility_q
 from leaderboard.selectors.ranking_cache import (  # noqa: F401  (leaderboard_cache_clear is this module's API too)
     board_version,
     cache_key,

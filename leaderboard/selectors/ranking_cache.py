@@ -13,8 +13,8 @@ from django.db import connection
 
 from catalogue.models import Problem, Submission
 from evaluator.models import AuditFlag, Baseline, Evaluation
+from evaluator.services.results import results_changed, results_version
 
-CACHE_VERSION_KEY = "leaderboard:version"
 # Part of every key: bump it when the cached objects change shape (LeaderboardData gained problem_counts and
 # failures), so a shared cache never hands a new process an old pickle.
 SCHEMA = "s2"
@@ -45,10 +45,7 @@ def cached(key: str, build: Callable[[], T]) -> T:
 def leaderboard_cache_clear() -> None:
     """Invalidate every cached board (call after an evaluation finishes or an audit flag is reviewed)."""
     _MEMO.clear()
-    try:
-        cache.incr(CACHE_VERSION_KEY)
-    except ValueError:  # the key is missing (first call, or evicted)
-        cache.set(CACHE_VERSION_KEY, 1, None)
+    results_changed()
 
 
 def _fingerprint() -> str:
@@ -77,9 +74,9 @@ def _fingerprint() -> str:
 
 
 def board_version() -> str:
-    """Explicit version (bumped by leaderboard_cache_clear) + data fingerprint. Compute it once per request and
-    pass it on: it costs one query."""
-    return f"{cache.get_or_set(CACHE_VERSION_KEY, 0, None)}-{_fingerprint()}"
+    """Explicit version (the evaluator's results version, bumped by leaderboard_cache_clear and flag reviews) + data
+    fingerprint. Compute it once per request and pass it on: it costs one query."""
+    return f"{results_version()}-{_fingerprint()}"
 
 
 def cache_key(version: str, *parts: object) -> str:

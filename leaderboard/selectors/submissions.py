@@ -11,7 +11,7 @@ from django.db.models import Count, Min, Q, QuerySet
 
 from catalogue.models import Submission
 from evaluator.models import Evaluation
-from leaderboard.selectors.eligibility import ranked_evaluations
+from evaluator.selectors.eligibility import ranked_evaluations
 
 
 def submission_list(*, llm_id: int | None = None, status: str | None = None) -> QuerySet[Submission]:

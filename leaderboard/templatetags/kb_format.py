@@ -14,7 +14,7 @@ from django.urls import NoReverseMatch
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from inspector.rendering import highlight_python
+from leaderboard.highlight import highlight_python
 
 register = template.Library()
 DASH = "\u2014"

@@ -8,8 +8,8 @@ from django.urls import reverse
 
 from catalogue.models import Kernel
 from evaluator.models import AuditFlag
+from evaluator.selectors.eligibility import ranked_evaluations
 from evaluator.services.audit import ReviewError, flag_review, kernel_audit_static
-from leaderboard.selectors.eligibility import ranked_evaluations
 from tests.audit.conftest import CORPUS
 from tests.factories import EvaluationFactory, KernelFactory
 

@@ -10,9 +10,9 @@ from django.template import Context, Template
 from django.urls import reverse
 
 from evaluator.models import AuditFlag
-from inspector.templatetags.kb_format import readable, times, verdict_of
 from leaderboard import charts
 from leaderboard.selectors.ranking import Cell, LeaderboardRow
+from leaderboard.templatetags.kb_format import readable, times, verdict_of
 from tests.factories import AuditFlagFactory, DistributionResultFactory, ProblemFactory
 
 pytestmark = pytest.mark.django_db
