@@ -10,6 +10,7 @@ import hashlib
 import factory
 
 from catalogue.models import LLM, Kernel, Problem, Submission
+from evaluator.harness.record import Record
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
 
 REFERENCE_SOURCE = """import torch
@@ -118,16 +119,15 @@ class EvaluationFactory(factory.django.DjangoModelFactory):
     memory_ratio = 1.0
     candidate_ms = 1.0
     result = factory.LazyAttribute(
-        lambda o: {
-            "status": o.result_status,
-            "correct": o.correct,
-            "standard_correct": o.standard_correct,
-            "speedup": o.speedup,
-            "speedup_fp32": o.speedup_fp32,
-            "memory_ratio": o.memory_ratio,
-            "checks": [],
-            "distributions": [],
-        }
+        lambda o: Record(
+            status=o.result_status,
+            correct=o.correct,
+            standard_correct=o.standard_correct,
+            speedup=o.speedup,
+            speedup_fp32=o.speedup_fp32,
+            memory_ratio=o.memory_ratio,
+            checks=[],
+        ).to_dict()
     )
 
 
