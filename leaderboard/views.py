@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-from dataclasses import astuple
 from functools import lru_cache
 
 import plotly
@@ -14,6 +13,7 @@ from django.utils.cache import patch_cache_control, patch_vary_headers
 from django.views.decorators.http import require_GET
 
 from leaderboard import charts
+from leaderboard.board_request import board_request
 from leaderboard.selectors.pages import llm_page, problem_page
 from leaderboard.selectors.ranking import (
     FAST_P,
@@ -21,16 +21,12 @@ from leaderboard.selectors.ranking import (
     RANKING_RULE,
     REPEAT_RULE,
     LeaderboardData,
-    board_choices,
-    board_params,
-    board_version,
     cache_key,
     cached,
     leaderboard_data,
     level_tabs,
     llm_level_rows,
     p_label,
-    parse_sort,
     sort_rows,
 )
 
@@ -124,10 +120,9 @@ def _charts(version: str, data: LeaderboardData, level: int | None, llm_ids: lis
 @require_GET
 def index(request: HttpRequest) -> HttpResponse:
     """The leaderboard: one row per LLM for the chosen level, baselines beside them, then the charts."""
-    version = board_version()
-    choices = board_choices(version=version)
-    hardware, problem_set, level = astuple(board_params(request.GET, choices))
-    sort_key, descending = parse_sort(request.GET.get("sort"))
+    board = board_request(request.GET)
+    version, hardware, problem_set, level = board.version, board.hardware, board.problem_set, board.level
+    sort_key, descending = board.sort_key, board.descending
     data = leaderboard_data(hardware=hardware, problem_set=problem_set, version=version)
     rows = sort_rows(data.rows.get(level, []), f"{'-' if descending else ''}{sort_key}")
     return render(
@@ -144,7 +139,7 @@ def index(request: HttpRequest) -> HttpResponse:
             "level_tabs": level_tabs(data),
             "hardware": hardware,
             "problem_set": problem_set,
-            "choices": choices,
+            "choices": board.choices,
             "data": data,
             "ranking_rule": RANKING_RULE,
             "repeat_rule": REPEAT_RULE,
@@ -162,9 +157,8 @@ def problem_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 def llm_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    version = board_version()
-    choices = board_choices(version=version)
-    hardware, problem_set, level = astuple(board_params(request.GET, choices))
+    board = board_request(request.GET)
+    version, hardware, problem_set, level = board.version, board.hardware, board.problem_set, board.level
     page = llm_page(pk=pk, hardware=hardware, level=level, page=request.GET.get("page", 1))
     data = leaderboard_data(hardware=hardware, problem_set=problem_set, version=version)
     return render(
@@ -181,7 +175,7 @@ def llm_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "level": level,
             "level_param": str(level or ""),
             "level_tabs": level_tabs(data),
-            "choices": choices,
+            "choices": board.choices,
             "charts": _charts(version, data, level, [page.llm.pk]) if page.llm.pk in data.llms else {},
         },
     )

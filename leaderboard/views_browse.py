@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import astuple
-
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from catalogue.models import LLM
+from leaderboard.board_request import board_request
 from leaderboard.selectors.pages import (
     compare_page,
     llm_index,
@@ -16,7 +15,6 @@ from leaderboard.selectors.pages import (
     problem_index,
     problem_index_choices,
 )
-from leaderboard.selectors.ranking import board_choices, board_params
 from leaderboard.untrusted import strict_int
 
 
@@ -54,8 +52,8 @@ def llm_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def compare(request: HttpRequest) -> HttpResponse:
     """/compare/?a=<llm id>&b=<llm id>&hardware=&problem_set=: verdicts and speedups side by side."""
-    choices = board_choices()
-    hardware, problem_set, _level = astuple(board_params(request.GET, choices))
+    board = board_request(request.GET)
+    choices, hardware, problem_set = board.choices, board.hardware, board.problem_set
     page = compare_page(
         a_pk=_int(request.GET.get("a")), b_pk=_int(request.GET.get("b")), hardware=hardware, problem_set=problem_set
     )

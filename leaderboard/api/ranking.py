@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-from dataclasses import asdict
 
 from django.http import HttpResponse
 from django.urls import path
@@ -15,17 +14,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard.selectors.ranking import (
-    DEFAULT_SORT,
-    FAST_P,
-    LEVELS,
-    SORT_KEYS,
-    board_choices,
-    board_params,
-    board_version,
-    leaderboard_rows,
-    p_label,
-)
+from leaderboard.board_request import board_request
+from leaderboard.selectors.ranking import FAST_P, LEVELS, SORT_KEYS, leaderboard_rows, p_label
 
 PARAMETERS = [
     OpenApiParameter("level", OpenApiTypes.INT, enum=list(LEVELS), description="1, 2 or 3; omitted: overall"),
@@ -86,9 +76,14 @@ class LeaderboardSerializer(serializers.Serializer):
 
 
 def _params(query) -> dict:
-    version = board_version()
-    params = board_params(query, board_choices(version=version))
-    return {**asdict(params), "sort": query.get("sort") or DEFAULT_SORT, "version": version}
+    board = board_request(query)
+    return {
+        "hardware": board.hardware,
+        "problem_set": board.problem_set,
+        "level": board.level,
+        "sort": board.sort,
+        "version": board.version,
+    }
 
 
 class LeaderboardApi(APIView):
