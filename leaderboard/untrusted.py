@@ -139,3 +139,13 @@ def short_text(value: Any, *, max_length: int = 100) -> str | None:
     if isinstance(value, str) and 0 < len(value) <= max_length and value.isprintable():
         return value
     return None
+
+
+def spreadsheet_cell(value: Any) -> Any:
+    """A CSV cell safe to open in a spreadsheet: empty for None; text a spreadsheet would run as a formula
+    (=, +, -, @, tab, carriage return first) gets a leading quote."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value

@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 
 from leaderboard.board_request import board_request
 from leaderboard.selectors.ranking import FAST_P, LEVELS, SORT_KEYS, leaderboard_rows, p_label
+from leaderboard.untrusted import spreadsheet_cell
 
 PARAMETERS = [
     OpenApiParameter("level", OpenApiTypes.INT, enum=list(LEVELS), description="1, 2 or 3; omitted: overall"),
@@ -28,15 +29,6 @@ CSV_FIELDS = [
     *(f"fast_{p_label(p)}_pct" for p in FAST_P),
     "memory_efficiency", "mem_efficient_pct", "mem_increased_pct", "kernels", "standard_speedup", "inflation",
 ]  # fmt: skip
-
-
-def _csv_cell(value: object) -> object:
-    """Empty for missing values; text that a spreadsheet would run as a formula gets a leading quote."""
-    if value is None:
-        return ""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
 
 
 class LeaderboardRowSerializer(serializers.Serializer):
@@ -116,7 +108,7 @@ class LeaderboardCsvApi(APIView):
             values = row.as_dict()
             values.update({f"fast_{k}_pct": v for k, v in row.fast_p.items()})
             cells = [params["hardware"], params["problem_set"], *(values[f] for f in CSV_FIELDS)]
-            writer.writerow([_csv_cell(v) for v in cells])
+            writer.writerow([spreadsheet_cell(v) for v in cells])
         return response
 
 

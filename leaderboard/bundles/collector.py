@@ -74,10 +74,19 @@ def as_int(value: Any) -> int | None:
     return strict_int(value.strip() if isinstance(value, str) else value, max_digits=6)
 
 
+def _kernel_size_error(size: int, limits: Limits) -> str:
+    """The one kernel-size rule (KERNEL_MAX_BYTES), for raw files and for sources decoded from JSON alike."""
+    return (
+        f"kernel larger than {limits.kernel_max_bytes} bytes (KERNEL_MAX_BYTES)"
+        if size > limits.kernel_max_bytes
+        else ""
+    )
+
+
 def decode_source(data: bytes, limits: Limits) -> tuple[str, str]:
     """Decode a kernel file; returns (source, "") or ("", reason)."""
-    if len(data) > limits.kernel_max_bytes:
-        return "", f"kernel larger than {limits.kernel_max_bytes} bytes (KERNEL_MAX_BYTES)"
+    if reason := _kernel_size_error(len(data), limits):
+        return "", reason
     try:
         return data.decode("utf-8-sig"), ""
     except UnicodeDecodeError as exc:
@@ -90,8 +99,8 @@ def check_source(source: str, limits: Limits) -> str:
         size = len(source.encode("utf-8"))
     except UnicodeEncodeError:  # lone surrogates from JSON "\ud800" escapes
         return "kernel source is not valid Unicode"
-    if size > limits.kernel_max_bytes:
-        return f"kernel larger than {limits.kernel_max_bytes} bytes (KERNEL_MAX_BYTES)"
+    if reason := _kernel_size_error(size, limits):
+        return reason
     if not source.strip():
         return "empty kernel source"
     if "\x00" in source:  # PostgreSQL text cannot hold NUL, and no Python source needs it

@@ -12,6 +12,7 @@ from django.db.models import Count, Min, Q, QuerySet
 from catalogue.models import Submission
 from evaluator.models import Evaluation
 from evaluator.selectors.eligibility import ranked_evaluations
+from leaderboard.untrusted import spreadsheet_cell
 
 
 def submission_list(*, llm_id: int | None = None, status: str | None = None) -> QuerySet[Submission]:
@@ -177,18 +178,11 @@ def submission_result_rows(*, submission: Submission) -> list[dict[str, Any]]:
     return rows
 
 
-def _cell(value: Any) -> Any:
-    """Spreadsheet-safe cell: text that a spreadsheet would run as a formula gets a leading quote."""
-    if isinstance(value, str) and value[:1] in {"=", "+", "-", "@", "\t", "\r"}:
-        return "'" + value
-    return "" if value is None else value
-
-
 def submission_results_csv(*, submission: Submission) -> str:
     """The submission's results as CSV text (header row, then one row per kernel)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for row in submission_result_rows(submission=submission):
-        writer.writerow({key: _cell(value) for key, value in row.items()})
+        writer.writerow({key: spreadsheet_cell(value) for key, value in row.items()})
     return buffer.getvalue()
