@@ -66,7 +66,7 @@ OWNER_FILE = "owner.json"
 try:
     import ctypes
 
-    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+    _prctl: Any = ctypes.CDLL(None, use_errno=True).prctl
 except (OSError, AttributeError):  # not Linux
     _prctl = None
 
@@ -347,7 +347,7 @@ class _Harness:
             for pid in worker_pids:  # workers lead their own sessions: kill each group too
                 _kill_group(pid)
             try:
-                code = proc.wait(timeout=10)
+                code: int | None = proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 code = None
         if timed_out:
@@ -396,7 +396,7 @@ def _record_from(events: list[dict[str, Any]], code: int | None, log_path: Path)
                 validate_result(record)
             except ValueError as exc:
                 raise InfraError(f"harness produced an invalid record: {exc}") from exc
-            return record
+            return record  # type: ignore[return-value]  # a dict: validated just above
         if event.get("event") == "infra_error":
             raise InfraError(str(event.get("message", "harness infrastructure error")))
     tail = shorten(log_path.read_text(errors="replace"), 800) if log_path.exists() else ""

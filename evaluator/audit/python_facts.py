@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evaluator.audit.source import KernelSource
@@ -107,8 +108,8 @@ class PythonFacts:
             return attr in self.kernel_handles or f"self.{attr}" in self.kernel_handles
         return False
 
-    def contains_kernel_call(self, nodes: list[ast.AST] | ast.AST) -> bool:
-        items = nodes if isinstance(nodes, list) else [nodes]
+    def contains_kernel_call(self, nodes: Sequence[ast.AST] | ast.AST) -> bool:
+        items = [nodes] if isinstance(nodes, ast.AST) else nodes
         return any(self.is_kernel_call(sub) for node in items for sub in ast.walk(node))
 
     def module_roots(self) -> set[str]:

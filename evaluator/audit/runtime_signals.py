@@ -107,7 +107,9 @@ def runtime_findings(record: dict | None, *, speedup: float | None = None) -> li
                 why=f"Measured {cand:.4g} ms is within {100 * sol / cand:.0f}% of the speed-of-light bound "
                 f"{sol:.4g} ms.", origin="runtime", extra={"candidate_ms": cand, "sol_ms": sol},
             ))  # fmt: skip
-    timing = record.get("timing") if isinstance(record.get("timing"), dict) else {}
+    timing = record.get("timing")
+    if not isinstance(timing, dict):
+        timing = {}
     cpu_clock = timing.get("device_kind") == "cpu"
     for check in record.get("checks") or []:
         if not isinstance(check, dict) or check.get("passed") is not False:

@@ -21,6 +21,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import IO
 
 
 def cache_key(*, source: str, torch_version: str, cuda_version: str | None, arch: str) -> str:
@@ -47,7 +48,7 @@ class CacheEntry:
         self.key = key
         self.build_dir = root / key / "build"
         self.manifest_path = root / f"{key}.json"
-        self._lock_fh = None
+        self._lock_fh: IO[str] | None = None
 
     def acquire(self, timeout: float) -> bool:
         self.root.mkdir(parents=True, exist_ok=True)

@@ -286,7 +286,7 @@ class Importer:
             self.mappings[gen] = (ptr, size, int(handle.value))
 
     def read(self, desc: dict[str, Any], dtypes: dict[str, torch.dtype]) -> torch.Tensor:
-        fields = [desc.get(k) for k in ("generation", "oldest", "offset", "nbytes")]
+        fields: list[Any] = [desc.get(k) for k in ("generation", "oldest", "offset", "nbytes")]
         shape = desc.get("shape")
         dtype = dtypes.get(desc.get("dtype"))  # type: ignore[arg-type]
         if dtype is None or not all(type(v) is int and v >= 0 for v in fields) or not isinstance(shape, list):

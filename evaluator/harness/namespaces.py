@@ -37,6 +37,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 MODE_VAR = "KBV_SANDBOX"
 REQUIRE_VAR = "KBV_REQUIRE_SANDBOX"
@@ -189,7 +190,7 @@ def _works(bwrap: str, unprivileged: bool, uid: int, gid: int) -> str | None:
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
     args += ["--proc", "/proc", "--dev", "/dev", "--size", "1048576", "--tmpfs", "/tmp", "--", "true"]
-    identity = {"user": uid, "group": gid, "extra_groups": []} if os.geteuid() == 0 and uid != 0 else {}
+    identity: dict[str, Any] = {"user": uid, "group": gid, "extra_groups": []} if os.geteuid() == 0 and uid != 0 else {}
     try:
         done = subprocess.run(args, capture_output=True, timeout=30, stdin=subprocess.DEVNULL, **identity)
     except (OSError, subprocess.SubprocessError) as exc:

@@ -251,13 +251,13 @@ def check_runtime(
     if ident is None and wrap is None:
         return None
     argv = [python, "-c", _PROBE, str(Path(cwd).resolve())]
-    identity = {"user": ident[0], "group": ident[1], "extra_groups": []} if ident is not None else {}
+    identity: dict[str, Any] = {"user": ident[0], "group": ident[1], "extra_groups": []} if ident is not None else {}
     try:
         done = subprocess.run(
             wrap(argv) if wrap else argv,
             cwd=cwd,
             env=env,
-            **identity,  # type: ignore[arg-type]
+            **identity,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=60,

@@ -290,7 +290,7 @@ class Record(_Part):
         """Read a stored record of any age for display: what is missing or malformed reads as its default (lists
         as empty), and a value that is not a record reads as an empty one. Never raises."""
         data = data if isinstance(data, dict) else {}
-        blanks = {key: [] for key, (_, many) in cls._nested.items() if many and key not in data}
+        blanks: dict[str, list[Any]] = {key: [] for key, (_, many) in cls._nested.items() if many and key not in data}
         return cls._parse({**_upgrade(data), **blanks}, "record", None)
 
     @classmethod

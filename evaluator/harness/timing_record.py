@@ -149,7 +149,7 @@ def wallclock_crosscheck(
     inner_ratio = (c_wall / c_med) if (c_wall and c_med) else None
     excess = _overhead(outer["cand"]) - _overhead(outer["tf32"])
     slack = 0.5 * (c_med or 0) + max(0.05, 2.0 / opts.block_calls)  # pipe round trips jitter
-    inner_bad = inner_ratio is not None and inner_ratio > 1.5 and (c_wall - c_med) > 0.05
+    inner_bad = inner_ratio is not None and inner_ratio > 1.5 and (c_wall or 0) - (c_med or 0) > 0.05
     # On CPU too: the candidate process's own clock can be rebound or its reply forged (A4, A5); only the
     # orchestrator's clock is out of its reach.
     outer_bad = excess > slack
@@ -174,11 +174,11 @@ def wallclock_crosscheck(
     # A failed cross-check means the timed numbers cannot be trusted: the speedup falls back to the clock that saw
     # the work (synced wall for hidden device work, the orchestrator's for forged or rebound clocks). Only ever
     # down: a fallback never raises the timed figure.
-    fallbacks = [
+    candidates = [
         timing["wallclock"]["speedup_wallclock"] if inner_bad else None,
         timing["wallclock"]["speedup_orchestrator_clock"] if outer_bad else None,
     ]
-    fallbacks = [f for f in fallbacks if f is not None]
+    fallbacks = [f for f in candidates if f is not None]
     if fallbacks and record["speedup"] is not None and min(fallbacks) < record["speedup"]:
         factor = min(fallbacks) / record["speedup"]
         scale_speedups(record, factor)

@@ -62,11 +62,14 @@ def jsonl(rows: list[dict[str, Any]]) -> bytes:
     return "\n".join(json.dumps(r) for r in rows).encode()
 
 
+def _side(median_ms: float) -> TimingSide:
+    return TimingSide(median_ms=median_ms, iqr_ms=0.01, mean_ms=0.51, calls=20, rse=0.004)
+
+
 def record(*, status: str = "ok", correct: bool = True, speedup: float | None = 1.25, torch: str = "2.13.0") -> dict:
     """A result record of the harness contract (evaluator/harness/record.py), as the harness would print it."""
     fp32 = speedup * 1.1 if speedup is not None else None
-    ci = [speedup * 0.9, speedup * 1.1] if speedup is not None else None
-    side = {"median_ms": 0.5, "iqr_ms": 0.01, "mean_ms": 0.51, "calls": 20, "rse": 0.004}
+    ci: list[float | None] | None = [speedup * 0.9, speedup * 1.1] if speedup is not None else None
     return Record(
         status=status,
         correct=correct,
@@ -82,9 +85,9 @@ def record(*, status: str = "ok", correct: bool = True, speedup: float | None = 
         timing=Timing(
             method="perf_counter",
             device_kind="cpu",
-            candidate=TimingSide(**{**side, "median_ms": 0.4}),
-            baseline_tf32=TimingSide(**side),
-            baseline_fp32=TimingSide(**{**side, "median_ms": 0.55}),
+            candidate=_side(0.4),
+            baseline_tf32=_side(0.5),
+            baseline_fp32=_side(0.55),
         ),
         memory_ratio=1.0,
         memory=Memory(baseline_peak_bytes=4096, candidate_peak_bytes=4096),

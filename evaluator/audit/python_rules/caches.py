@@ -99,7 +99,7 @@ def rule_forward_caches(src: KernelSource, facts: PythonFacts) -> list[Finding]:
             for r in _returns(fn)
             for e in _returned_exprs(r)
         )
-        read_names = set()
+        read_names: set[str] = set()
         for stmt in ast.walk(fn):
             if isinstance(stmt, ast.Assign) and (
                 _container_of(stmt.value, module_level, self_level)
@@ -149,16 +149,11 @@ def _container_read(call: ast.Call, module_level: set[str], self_level: set[str]
     )
 
 
-def _self_tensor_state(src: KernelSource, facts: PythonFacts, fn: ast.AST, flow: _FlowState,
-                       returned_names: set[str]) -> list[Finding]:  # fmt: skip
+def _self_tensor_state(src: KernelSource, facts: PythonFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                       flow: _FlowState, returned_names: set[str]) -> list[Finding]:  # fmt: skip
     """self.attr = <tensor> inside forward: replay when the attribute (or what it holds) is what gets returned."""
     findings: list[Finding] = []
-    returned_attrs = {
-        self_attr(e)
-        for r in _returns(fn)
-        for e in _returned_exprs(r)
-        if self_attr(e)  # type: ignore[arg-type]
-    }
+    returned_attrs = {self_attr(e) for r in _returns(fn) for e in _returned_exprs(r) if self_attr(e)}
     for node in ast.walk(fn):
         if not isinstance(node, ast.Assign):
             continue

@@ -80,8 +80,9 @@ def rule_precision(src: KernelSource, facts: PythonFacts) -> list[Finding]:
             findings.append(_f("tf32_policy", "info", "info", "B8",
                                "Sets the fp32 matmul precision (TF32 policy; the verified baseline uses TF32 too).",
                                src, node))  # fmt: skip
-        if hit and node.lineno not in seen:
-            seen.add(node.lineno)
+        line = getattr(node, "lineno", 0)  # a Call or an Attribute when `hit` is set
+        if hit and line not in seen:
+            seen.add(line)
             findings.append(
                 _f(
                     "precision_downcast",

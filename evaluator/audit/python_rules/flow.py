@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from evaluator.audit.python_facts import (
     CONSTANT_CONSTRUCTORS,
@@ -116,7 +116,7 @@ def _data_names(node: ast.AST) -> set[str]:
     return names
 
 
-def _statements_in_order(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+def _statements_in_order(body: Sequence[ast.stmt | ast.excepthandler]) -> Iterator[ast.stmt | ast.excepthandler]:
     for stmt in body:
         yield stmt
         for field_name in ("body", "orelse", "finalbody", "handlers"):
@@ -131,6 +131,8 @@ def _returns(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Return]:
     return [n for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
 
 
-def _returned_exprs(ret: ast.Return) -> list[ast.AST]:
+def _returned_exprs(ret: ast.Return) -> list[ast.expr]:
     value = ret.value
+    if value is None:  # (not from _returns, which keeps only returns with a value)
+        return []
     return list(value.elts) if isinstance(value, ast.Tuple) else [value]
