@@ -17,8 +17,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.hardening import make_undumpable
-from evaluator.harness.orchestrator import HarnessInfraError, evaluate
+from evaluator.harness.orchestrator import evaluate
 from evaluator.harness.protocol import Spec, result_to_json
 
 

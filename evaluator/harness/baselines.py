@@ -27,18 +27,12 @@ from typing import Any
 
 import torch
 
+from evaluator.harness.command_loop import short_exception
+from evaluator.harness.device import device_info, now_ns, set_precision, sync
 from evaluator.harness.gpu_lock import DeviceLock
+from evaluator.harness.l2 import L2Flusher, no_flush
 from evaluator.harness.protocol import HARNESS_VERSION
 from evaluator.harness.timing import rse_median, summarise, time_calls
-from evaluator.harness.worker_base import (
-    L2Flusher,
-    device_info,
-    no_flush,
-    now_ns,
-    set_precision,
-    short_exception,
-    sync,
-)
 
 
 def _inputs(ns: dict[str, Any], device: str, seed: int) -> list[Any]:

@@ -12,7 +12,7 @@ import json
 import sys
 
 if __name__ == "__main__":
-    from evaluator.harness.worker_base import apply_limits
+    from evaluator.harness.limits import apply_limits
 
     apply_limits(json.loads(sys.argv[3]), dumpable=True)
 
@@ -20,75 +20,28 @@ import builtins
 import importlib.util
 import os
 import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
-import torch.testing
 import torch.utils.cpp_extension
 
-from evaluator.harness import timing as _timing_module
-from evaluator.harness import worker_base as _base_module
+from evaluator.harness import command_loop as _loop_module
+from evaluator.harness import inputs as _inputs_module
+from evaluator.harness import tamper_watch
+from evaluator.harness.command_loop import serve
+from evaluator.harness.commands import Command
 from evaluator.harness.cuda_fd import Exporter
+from evaluator.harness.device import poison_allocator, set_precision, warm_up
 from evaluator.harness.handover import export_cuda
+from evaluator.harness.inputs import load_problem, make_inputs
+from evaluator.harness.l2 import L2Flusher, no_flush
 from evaluator.harness.timing import time_calls
-from evaluator.harness.worker_base import (
-    L2Flusher,
-    load_problem,
-    make_inputs,
-    no_flush,
-    poison_allocator,
-    serve,
-    set_precision,
-    warm_up,
-)
 
-# --- references captured before any candidate code exists (A4 timer tampering, C1 checker patching) ------------
-_WATCHED = (
-    "time.perf_counter",
-    "time.perf_counter_ns",
-    "time.time",
-    "time.monotonic",
-    "torch.cuda.Event",
-    "torch.cuda.Event.record",
-    "torch.cuda.Event.elapsed_time",
-    "torch.cuda.synchronize",
-    "torch.cuda.max_memory_allocated",
-    "torch.cuda.reset_peak_memory_stats",
-    "torch.cuda.memory_allocated",
-    "torch.allclose",
-    "torch.equal",
-    "torch.isclose",
-    "torch.testing.assert_close",
-    "torch.save",
-    "torch.load",
-    "torch.Tensor",
-    "torch.Tensor.untyped_storage",
-    "torch.Tensor.clone",
-    "torch.manual_seed",
-    "builtins.type",
-    "builtins.isinstance",
-)
-_ROOTS = {"time": time, "torch": torch, "builtins": builtins}
-
-
-def _resolve(dotted: str) -> Any:
-    head, *rest = dotted.split(".")
-    obj: Any = _ROOTS[head]
-    for part in rest:
-        obj = getattr(obj, part)
-    return obj
-
-
-_CAPTURED = tuple((name, _resolve(name)) for name in _WATCHED)
-_HARNESS_FUNCS = tuple(
-    (f"{mod.__name__}.{name}", mod, name, value)
-    for mod in (_timing_module, _base_module)
-    for name, value in vars(mod).items()
-    if callable(value)
-)
+# --- references captured before any candidate code exists: the kernel may replace the originals (A4, C1) --------
+_replaced_functions = tamper_watch.replaced_functions
+_new_threads = tamper_watch.new_threads
 _clock_ns = time.perf_counter_ns
 _Event = torch.cuda.Event
 _sync = torch.cuda.synchronize
@@ -109,8 +62,6 @@ _sleep = time.sleep
 _mem_alloc = torch.cuda.memory_allocated
 _mem_peak = torch.cuda.max_memory_allocated
 _mem_reset = torch.cuda.reset_peak_memory_stats
-_THREADS_AT_START = frozenset(t.ident for t in threading.enumerate())
-_NATIVE_AT_START = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None
 
 
 def _wrap_extension_loaders(suffix: str) -> None:
@@ -132,7 +83,7 @@ def _wrap_extension_loaders(suffix: str) -> None:
 
 
 def _load_clean(path: str, device: str) -> Any:
-    return _base_module.to_device(_load(path, map_location="cpu", weights_only=True, mmap=True), device)
+    return _inputs_module.to_device(_load(path, map_location="cpu", weights_only=True, mmap=True), device)
 
 
 def _tensors(values: Any) -> list[torch.Tensor]:
@@ -187,7 +138,7 @@ class Candidate:
             sys.modules[name] = module
             spec.loader.exec_module(module)  # type: ignore[union-attr]
         except BaseException as exc:  # noqa: BLE001 - SyntaxError, build failure, sys.exit: a compile error
-            return {"ok": False, "phase": "compile", "error": _base_module.short_exception(exc)}
+            return {"ok": False, "phase": "compile", "error": _loop_module.short_exception(exc)}
         compile_s = (_clock_ns() - start) / 1e9
         model_cls = getattr(module, "ModelNew", None)
         if model_cls is None:
@@ -206,7 +157,7 @@ class Candidate:
             return {
                 "ok": False,
                 "phase": "construct",
-                "error": _base_module.short_exception(exc),
+                "error": _loop_module.short_exception(exc),
                 "compile_s": compile_s,
             }
         state = [
@@ -250,7 +201,7 @@ class Candidate:
                 self.exporter = Exporter(sock, torch.cuda.current_device())
                 return {"desc": self.exporter.publish(probe)}
             except Exception as exc:  # noqa: BLE001 - the answer is "no", with the reason
-                return {"desc": None, "reason": _base_module.short_exception(exc, 300)}
+                return {"desc": None, "reason": _loop_module.short_exception(exc, 300)}
         self.exports.append(probe)
         return {"desc": _export(probe)}
 
@@ -296,7 +247,7 @@ class Candidate:
             if self.device.startswith("cuda"):
                 _sync()
         except BaseException as exc:  # noqa: BLE001
-            return {"ok": False, "phase": "forward", "error": _base_module.short_exception(exc)}
+            return {"ok": False, "phase": "forward", "error": _loop_module.short_exception(exc)}
         reply: dict[str, Any] = {"plain": _type(out) is _Tensor, "out_type": _type(out).__name__}
         reply["inputs_unchanged"] = all(
             _equal(after, before) for after, before in zip(_tensors(inputs), _tensors(pristine), strict=True)
@@ -402,21 +353,11 @@ class Candidate:
 
     def integrity(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Which watched functions were replaced, and which Python threads the kernel left running."""
-        tampered = []
-        for name, original in _CAPTURED:
-            try:
-                current = _resolve(name)
-            except AttributeError:
-                current = None
-            if current is not original:
-                tampered.append(name)
-        for label, module, name, original in _HARNESS_FUNCS:
-            if vars(module).get(name) is not original:
-                tampered.append(label)
+        tampered = _replaced_functions()
         tampered += [f"candidate_worker.{name}" for name, value in _OWN_GLOBALS if globals().get(name) is not value]
-        threads = [t.name for t in threading.enumerate() if t.ident not in _THREADS_AT_START and t.is_alive()]
-        native = len(os.listdir("/proc/self/task")) if _NATIVE_AT_START is not None else None
-        return {"tampered": tampered, "threads": threads, "native_threads": native, "native_at_start": _NATIVE_AT_START}
+        threads, native = _new_threads()
+        native_at_start = tamper_watch.NATIVE_AT_START
+        return {"tampered": tampered, "threads": threads, "native_threads": native, "native_at_start": native_at_start}
 
 
 # This module's own captured references (`_clock_ns`, `_detach`, ...): a kernel can rebind them through
@@ -428,21 +369,21 @@ def main() -> None:
     state = Candidate()
     serve(
         {
-            "warm_up": warm_up,
-            "load": state.load,
-            "load_params": state.load_params,
-            "run": state.run,
-            "timing_setup": state.timing_setup,
-            "time_block": state.time_block,
-            "save_kept": state.save_kept,
-            "time_fresh": state.time_fresh,
-            "memory": state.memory,
-            "integrity": state.integrity,
-            "set_problem": state.set_problem,
-            "extensions_dir": state.extensions_dir,
-            "probe_handover": state.probe_handover,
-            "use_handover": state.use_handover,
-            "release": state.release,
+            Command.WARM_UP: warm_up,
+            Command.LOAD: state.load,
+            Command.LOAD_PARAMS: state.load_params,
+            Command.RUN: state.run,
+            Command.TIMING_SETUP: state.timing_setup,
+            Command.TIME_BLOCK: state.time_block,
+            Command.SAVE_KEPT: state.save_kept,
+            Command.TIME_FRESH: state.time_fresh,
+            Command.MEMORY: state.memory,
+            Command.INTEGRITY: state.integrity,
+            Command.SET_PROBLEM: state.set_problem,
+            Command.EXTENSIONS_DIR: state.extensions_dir,
+            Command.PROBE_HANDOVER: state.probe_handover,
+            Command.USE_HANDOVER: state.use_handover,
+            Command.RELEASE: state.release,
         }
     )
 

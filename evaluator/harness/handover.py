@@ -1,7 +1,7 @@
 """Moving a candidate's output tensor to the clean process that judges it. stdlib + torch only.
 
 Inputs never cross processes: both workers regenerate them on the device from the same secret seed (see
-`worker_base.make_inputs`), which costs nothing and leaves the candidate unable to touch the clean side's copy.
+`inputs.make_inputs`), which costs nothing and leaves the candidate unable to touch the clean side's copy.
 Outputs must cross, from the candidate to the reference worker:
 
 - "cuda_ipc": the candidate exports a CUDA IPC handle of the output's storage; the reference opens it, clones the
@@ -9,8 +9,8 @@ Outputs must cross, from the candidate to the reference worker:
   device-to-device copy instead of ~25 GB of file traffic per trial. Only the candidate's memory is ever shared
   (never the other way round: a handle exposes its whole allocator segment, which on the clean side could hold a
   reference output).
-- "file": `torch.save` into the evaluation's io dir, loaded with `weights_only=True` (CPU runs, or a GPU set-up where
-  the IPC probe fails, e.g. processes in different containers).
+- "file": `torch.save` into the evaluation's io dir, loaded with `weights_only=True` by `load_untrusted_file` (CPU
+  runs, or a GPU set-up where the IPC probe fails, e.g. processes in different containers).
 
 A descriptor is plain JSON written by untrusted code: the reference validates every field, and any failure reads as
 "not a plain tensor" for the verdict, never as a harness error.
@@ -18,9 +18,20 @@ A descriptor is plain JSON written by untrusted code: the reference validates ev
 
 from __future__ import annotations
 
+import os
+import stat
 from typing import Any
 
 import torch
+
+from evaluator.harness.inputs import to_device
+
+try:  # outputs may cross processes as files: skip the zip CRC32, which halves save and load throughput
+    from torch.utils.serialization import config as _serialization_config
+
+    _serialization_config.save.compute_crc32 = False
+except (ImportError, AttributeError):
+    pass
 
 MAX_DIMS = 16
 DTYPES = _DTYPES = {
@@ -114,3 +125,26 @@ def open_cuda(desc: dict[str, Any], device: str) -> torch.Tensor:
     torch.cuda.synchronize()
     del view, storage  # closes the mapping and releases the producer's reference count
     return copy
+
+
+def load_untrusted_file(path: str, device: str) -> Any:
+    """Load (then remove) a file the candidate wrote into its own io folder. weights_only: plain tensors and
+    containers, no code. The folder belongs to the kernel, so neither it nor the file may be a symlink (a root
+    reader must not be sent to another file), and the file must be a regular one (not a FIFO or a device)."""
+    folder, name = os.path.split(path)
+    parent, leaf = os.path.split(folder)
+    base = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        io_dir = os.open(leaf, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=base)
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=io_dir)
+            with os.fdopen(fd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    raise ValueError("the output is not a regular file")
+                value = torch.load(fh, map_location="cpu", weights_only=True)
+            os.unlink(name, dir_fd=io_dir)
+        finally:
+            os.close(io_dir)
+    finally:
+        os.close(base)
+    return to_device(value, device)

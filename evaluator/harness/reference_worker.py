@@ -13,33 +13,22 @@ from pathlib import Path
 from typing import Any
 
 if __name__ == "__main__":
-    from evaluator.harness.worker_base import apply_limits
+    from evaluator.harness.limits import apply_limits
 
     apply_limits(json.loads(sys.argv[3]), dumpable=False)
 
 import torch
 
+from evaluator.harness.command_loop import serve, short_exception
+from evaluator.harness.commands import Command
 from evaluator.harness.compare import compare_outputs, nonfinite
 from evaluator.harness.cuda_fd import Importer
-from evaluator.harness.handover import DTYPES, open_cuda
+from evaluator.harness.device import device_info, precision_flags, set_precision, sync, warm_up
+from evaluator.harness.handover import DTYPES, load_untrusted_file, open_cuda
+from evaluator.harness.inputs import clone_all, load_problem, make_inputs, tensor_bytes
+from evaluator.harness.l2 import L2Flusher, no_flush
 from evaluator.harness.protocol import VERIFIED_TOLERANCE
 from evaluator.harness.timing import time_calls
-from evaluator.harness.worker_base import (
-    L2Flusher,
-    clone_all,
-    device_info,
-    load_problem,
-    load_untrusted_file,
-    make_inputs,
-    no_flush,
-    precision_flags,
-    serve,
-    set_precision,
-    short_exception,
-    sync,
-    tensor_bytes,
-    warm_up,
-)
 
 
 class Reference:
@@ -330,18 +319,18 @@ def main() -> None:
     state = Reference()
     serve(
         {
-            "warm_up": warm_up,
-            "setup": state.setup,
-            "make_trial": state.make_trial,
-            "compare": state.compare,
-            "constant": state.constant_state,
-            "randomise": state.randomise,
-            "timing_setup": state.timing_setup,
-            "time_block": state.time_block,
-            "memory": state.memory,
-            "recheck": state.recheck,
-            "fresh_sets": state.fresh_sets,
-            "probe_handover": state.probe_handover,
+            Command.WARM_UP: warm_up,
+            Command.SETUP: state.setup,
+            Command.MAKE_TRIAL: state.make_trial,
+            Command.COMPARE: state.compare,
+            Command.CONSTANT: state.constant_state,
+            Command.RANDOMISE: state.randomise,
+            Command.TIMING_SETUP: state.timing_setup,
+            Command.TIME_BLOCK: state.time_block,
+            Command.MEMORY: state.memory,
+            Command.RECHECK: state.recheck,
+            Command.FRESH_SETS: state.fresh_sets,
+            Command.PROBE_HANDOVER: state.probe_handover,
         }
     )
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from evaluator.harness.commands import Command
 from evaluator.harness.privileges import Identity, give_to
 from evaluator.harness.protocol import ENV_PASSTHROUGH
 
@@ -271,7 +272,7 @@ class Worker:
         """Ask the worker to exit without waiting (close() waits): several workers then tear down side by side."""
         if self.proc is not None and self.proc.poll() is None and self._cmd_w is not None:
             with contextlib.suppress(OSError):
-                os.write(self._cmd_w, b'{"cmd": "exit"}\n')
+                os.write(self._cmd_w, (json.dumps({"cmd": Command.EXIT}) + "\n").encode())
 
     def close(self, timeout: float = 5.0) -> None:
         """Ask politely, then kill the group anyway (grandchildren must never outlive an evaluation)."""

@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from evaluator.harness.handover import open_cuda, validate  # noqa: E402
-from evaluator.harness.worker_base import load_problem, make_inputs  # noqa: E402
+from evaluator.harness.inputs import load_problem, make_inputs  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -34,7 +34,7 @@ def test_same_seed_same_inputs_in_another_process():
     ns = load_problem(PROBLEM)
     here = make_inputs(ns, 1234, -1.0, "cpu")
     script = (
-        "import sys, torch; from evaluator.harness.worker_base import load_problem, make_inputs;"
+        "import sys, torch; from evaluator.harness.inputs import load_problem, make_inputs;"
         "ns = load_problem(sys.stdin.read()); xs = make_inputs(ns, 1234, -1.0, 'cpu');"
         "torch.save(xs, sys.argv[1])"
     )
@@ -130,7 +130,7 @@ def test_mixed_sign_inputs_are_positive_but_for_a_few_elements_and_reproducible(
 
 def test_output_files_are_read_without_following_links(tmp_path):
     """The kernel owns its io folder: a planted symlink (file or folder) or a FIFO must not redirect the reader."""
-    from evaluator.harness.worker_base import load_untrusted_file
+    from evaluator.harness.handover import load_untrusted_file
 
     io = tmp_path / "cand" / "io"
     io.mkdir(parents=True)

@@ -41,8 +41,24 @@ def test_harness_modules_import_only_stdlib_torch_and_the_harness():
 
 
 def test_protocol_and_orchestrator_do_not_import_torch():
-    for name in ("protocol", "orchestrator", "sandbox", "compile_cache", "hardening", "__main__"):
+    orchestrator_side = (
+        *("protocol", "orchestrator", "sandbox", "compile_cache", "hardening", "__main__"),
+        *("commands", "errors", "clients", "launch", "context", "setup_phase", "correctness_phase", "verdict"),
+        *("timing_phase", "timing_record", "timing", "limits", "command_loop"),
+    )
+    for name in orchestrator_side:
         tree = ast.parse((HARNESS / f"{name}.py").read_text())
         imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         imported |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         assert "torch" not in imported, name
+
+
+def test_the_orchestrator_process_never_loads_torch():
+    """Transitively: the driver and everything it imports stay torch-free (its clock and verdict are out of the
+    candidate's reach only if it never runs torch, let alone candidate code)."""
+    code = (
+        "import sys, evaluator.harness.__main__, evaluator.harness.orchestrator;"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'torch'); print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,254 @@
+"""The orchestrator's side of each worker's pipe: one method per command (commands.py), the evaluation's deadline
+on every request, and what a failed request means.
+
+The two clients differ in whom a failure blames. The reference worker runs no kernel code, so anything but a
+timeout there is ours (HarnessInfraError). The candidate worker's failures are the kernel's (CandidateFailed, with
+the record's status), and a candidate step may also be cut short as a hang: far past the reference's slowest
+like-for-like step, so a kernel that spins cannot hold a GPU for the whole harness timeout.
+
+stdlib only, like the orchestrator.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from evaluator.harness.commands import Command
+from evaluator.harness.errors import CandidateFailed, HarnessInfraError
+from evaluator.harness.sandbox import Worker, WorkerError
+
+Reply = dict[str, Any]
+
+# Steps without a like-for-like counterpart on the other side: they neither set nor obey the hang yardstick.
+NOT_A_YARDSTICK = frozenset(
+    {
+        Command.WARM_UP,
+        Command.SETUP,
+        Command.LOAD,
+        Command.EXTENSIONS_DIR,
+        Command.SET_PROBLEM,
+        Command.PROBE_HANDOVER,
+    }
+)
+
+
+class Deadline:
+    """The evaluation's clock: `timeout_s` from the start, pushed back by time spent queueing for the GPU."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.restart()
+
+    def restart(self) -> None:
+        """Start the clock again (a standby harness: its evaluation begins only when it is needed)."""
+        self.start = time.monotonic()
+        self.at = self.start + self.timeout_s
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
+
+    def extend(self, seconds: float) -> None:
+        self.at += seconds
+
+
+class ReferenceClient:
+    """The clean reference worker (reference_worker.py)."""
+
+    def __init__(self, worker: Worker, deadline: Deadline) -> None:
+        self.worker = worker
+        self.deadline = deadline
+        self.slowest = 0.0  # seconds of the slowest like-for-like step so far: the yardstick for a candidate hang
+
+    def _ask(self, cmd: Command, **fields: Any) -> Reply:
+        started = time.monotonic()
+        try:
+            reply = self.worker.request({"cmd": cmd, **fields}, self.deadline.left())
+            if cmd not in NOT_A_YARDSTICK:
+                self.slowest = max(self.slowest, time.monotonic() - started)
+        except WorkerError as exc:
+            if exc.kind == "timeout":  # the evaluation's whole budget is spent, whichever side was running
+                timeout = self.deadline.timeout_s
+                raise CandidateFailed(f"timed out after {timeout:.0f} s (reference side, {cmd})", "timeout") from exc
+            raise HarnessInfraError(f"reference worker failed during {cmd}: {exc}") from exc
+        if not reply.get("ok"):
+            raise HarnessInfraError(f"reference {cmd} failed: {reply.get('error', '')}")
+        return reply
+
+    def warm_up(self, device: str) -> Reply:
+        return self._ask(Command.WARM_UP, device=device, meta=True)
+
+    def setup(self, *, problem_path: str, device: str, init_path: str, gpu_memory_fraction: float) -> Reply:
+        return self._ask(
+            Command.SETUP,
+            problem_path=problem_path,
+            device=device,
+            init_path=init_path,
+            gpu_memory_fraction=gpu_memory_fraction,
+        )
+
+    def probe_handover(self, desc: Any, fd_socket: int | None = None) -> Reply:
+        if fd_socket is None:
+            return self._ask(Command.PROBE_HANDOVER, desc=desc)
+        return self._ask(Command.PROBE_HANDOVER, desc=desc, fd_socket=fd_socket)
+
+    def make_trial(self, *, key: str, seed: int, scale: float | str, track_constant: bool) -> Reply:
+        return self._ask(Command.MAKE_TRIAL, key=key, seed=seed, scale=scale, track_constant=track_constant)
+
+    def compare(self, *, key: str, output: Reply | None, tol: float, again: Reply | None | bool = False) -> Reply:
+        """Compare (and drop) the stored reference of `key`; `again` (the determinism pair's second output, None
+        when it was no plain tensor) is sent only when given: False means no determinism pair at all."""
+        if again is False:
+            return self._ask(Command.COMPARE, key=key, output=output, tol=tol)
+        return self._ask(Command.COMPARE, key=key, output=output, tol=tol, again=again)
+
+    def constant(self) -> Reply:
+        return self._ask(Command.CONSTANT)
+
+    def randomise(self, *, entries: list[Any], seed: int, out_path: str) -> Reply:
+        return self._ask(Command.RANDOMISE, entries=entries, seed=seed, out_path=out_path)
+
+    def timing_setup(self, *, seeds: list[int], warmup: int, compile: bool) -> Reply:
+        return self._ask(Command.TIMING_SETUP, seeds=seeds, warmup=warmup, compile=compile)
+
+    def memory(self) -> Reply:
+        return self._ask(Command.MEMORY)
+
+    def time_block(self, *, mode: str, n: int, offset: int, paper: bool = False) -> Reply:
+        return self._ask(Command.TIME_BLOCK, mode=mode, n=n, offset=offset, paper=paper)
+
+    def fresh_sets(self, *, seeds: list[int], start: int) -> Reply:
+        return self._ask(Command.FRESH_SETS, seeds=seeds, start=start)
+
+    def recheck(self, *, outputs: dict[str, Reply], tol: float, fresh_start: int) -> Reply:
+        return self._ask(Command.RECHECK, outputs=outputs, tol=tol, fresh_start=fresh_start)
+
+
+class CandidateClient:
+    """The candidate worker (candidate_worker.py): every failure is the kernel's."""
+
+    def __init__(
+        self, worker: Worker, deadline: Deadline, reference: ReferenceClient, *, hang_factor: float, hang_grace_s: float
+    ) -> None:
+        self.worker = worker
+        self.deadline = deadline
+        self.reference = reference  # whose slowest step is the yardstick for a hang
+        self.hang_factor = hang_factor
+        self.hang_grace_s = hang_grace_s
+
+    def hang_limit(self, cmd: Command) -> float | None:
+        """Seconds a candidate step may take before it counts as a hang: far past the reference's slowest step
+        (compiling and start-up have no reference counterpart and are bounded by the harness timeout only)."""
+        if cmd in NOT_A_YARDSTICK or not self.reference.slowest:
+            return None
+        return self.hang_factor * self.reference.slowest + self.hang_grace_s
+
+    def _ask(self, cmd: Command, **fields: Any) -> Reply:
+        cap = self.hang_limit(cmd)
+        budget = self.deadline.left() if cap is None else min(self.deadline.left(), cap)
+        try:
+            reply = self.worker.request({"cmd": cmd, **fields}, budget)
+        except WorkerError as exc:
+            # a hang only while the evaluation still had time to spare after it (else: the plain timeout)
+            hung = exc.kind == "timeout" and cap is not None and budget < self.deadline.left()
+            raise CandidateFailed(self._why(cmd, exc, cap, hung=hung), self._status(exc)) from exc
+        if not reply.get("ok"):
+            phase = reply.get("phase", cmd)
+            status = "compile_error" if phase == "compile" else "runtime_error"
+            raise CandidateFailed(f"{phase} failed: {reply.get('error', '')}", status)
+        return reply
+
+    @staticmethod
+    def _status(exc: WorkerError) -> str:
+        return "timeout" if exc.kind == "timeout" else "runtime_error"
+
+    def _why(self, cmd: Command, exc: WorkerError, cap: float | None, *, hung: bool) -> str:
+        if hung:
+            return (
+                f"the kernel hung: {cmd} ran past {cap:.0f} s ({self.hang_factor:g}x the "
+                f"reference's slowest step of {self.reference.slowest:.2f} s, plus {self.hang_grace_s:g} s); "
+                "its processes were killed and the GPU released"
+            )
+        if exc.kind == "timeout":
+            return (
+                f"timed out after {self.deadline.timeout_s:.0f} s during {cmd}; "
+                "the candidate's process group was killed"
+            )
+        tail = self.worker.log_tail(600) if exc.kind == "died" else ""
+        return f"{exc} (during {cmd})" + (f"\n{tail}" if tail else "")
+
+    def warm_up(self, device: str) -> Reply:
+        return self._ask(Command.WARM_UP, device=device)
+
+    def set_problem(self, source: str) -> Reply:
+        return self._ask(Command.SET_PROBLEM, source=source)
+
+    def load(
+        self,
+        *,
+        kernel_path: str,
+        device: str,
+        init_path: str,
+        extensions_dir: str,
+        suffix: str,
+        gpu_memory_fraction: float,
+    ) -> Reply:
+        return self._ask(
+            Command.LOAD,
+            kernel_path=kernel_path,
+            device=device,
+            init_path=init_path,
+            extensions_dir=extensions_dir,
+            suffix=suffix,
+            gpu_memory_fraction=gpu_memory_fraction,
+        )
+
+    def extensions_dir(self, path: str) -> Reply:
+        return self._ask(Command.EXTENSIONS_DIR, path=path)
+
+    def load_params(self, path: str) -> Reply:
+        return self._ask(Command.LOAD_PARAMS, path=path)
+
+    def probe_handover(self, fd_socket: int | None = None) -> Reply:
+        if fd_socket is None:
+            return self._ask(Command.PROBE_HANDOVER)
+        return self._ask(Command.PROBE_HANDOVER, fd_socket=fd_socket)
+
+    def use_handover(self, handover: str) -> Reply:
+        return self._ask(Command.USE_HANDOVER, handover=handover)
+
+    def run(
+        self, *, seed: int, scale: float | str, out_path: str, poison: float, poison_bytes: int, max_output_bytes: int
+    ) -> Reply:
+        return self._ask(
+            Command.RUN,
+            seed=seed,
+            scale=scale,
+            out_path=out_path,
+            poison=poison,
+            poison_bytes=poison_bytes,
+            max_output_bytes=max_output_bytes,
+        )
+
+    def release(self, *, empty_cache: bool = False) -> Reply:
+        if empty_cache:
+            return self._ask(Command.RELEASE, empty_cache=True)
+        return self._ask(Command.RELEASE)
+
+    def integrity(self) -> Reply:
+        return self._ask(Command.INTEGRITY)
+
+    def timing_setup(self, *, seeds: list[int], warmup: int) -> Reply:
+        return self._ask(Command.TIMING_SETUP, seeds=seeds, warmup=warmup)
+
+    def memory(self) -> Reply:
+        return self._ask(Command.MEMORY)
+
+    def time_block(self, *, n: int, offset: int, paper: bool = False) -> Reply:
+        return self._ask(Command.TIME_BLOCK, n=n, offset=offset, paper=paper)
+
+    def save_kept(self, paths: dict[str, str]) -> Reply:
+        return self._ask(Command.SAVE_KEPT, paths=paths)
+
+    def time_fresh(self, *, seeds: list[int], paths: list[str], start: int) -> Reply:
+        return self._ask(Command.TIME_FRESH, seeds=seeds, paths=paths, start=start)

@@ -1,0 +1,183 @@
+"""The correctness gate of an evaluation (protocol.md sections 2 and 3): the standard protocol's trials, parameters
+randomised, the verified gate's four distributions D1-D4, one mixed-sign trial and the determinism pair.
+
+Every trial draws a secret seed here; each worker regenerates that trial's inputs from it, the reference keeps its
+fp32 output and compares the candidate's published one. stdlib only, like the orchestrator.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from evaluator.harness.context import Context, output_ref
+from evaluator.harness.errors import HarnessInfraError
+from evaluator.harness.protocol import DISTRIBUTIONS, MIXED_SIGNS, STANDARD_TOLERANCE, VERIFIED_TOLERANCE, set_check
+from evaluator.harness.verdict import integrity
+
+
+def check_correctness(ctx: Context) -> None:
+    started = time.monotonic()
+    record = ctx.record
+    # Standard protocol (what published KernelBench numbers used): default init, D1 only, 5 trials, 1e-2.
+    standard = []
+    for t in range(ctx.opts.standard_trials):
+        res = trial(ctx, f"S{t}", 1.0, STANDARD_TOLERANCE, track_constant=False)
+        if "skipped" in res:
+            raise HarnessInfraError(f"reference unusable under D1: {res['skipped']}")
+        standard.append(bool(res.get("passed")))
+    record["standard_correct"] = all(standard)
+    record["environment"]["standard_protocol"] = {
+        "trials": len(standard),
+        "tolerance": STANDARD_TOLERANCE,
+        "distribution": "D1",
+        "params": "default init",
+    }
+    randomise(ctx)
+    for dist in record["distributions"]:
+        _distribution(ctx, dist)
+    active = [d for d in record["distributions"] if not d["skipped"]]
+    if not active:
+        raise HarnessInfraError("the reference gives NaN/Inf or raises under every distribution")
+    mixed = mixed_signs(ctx)
+    record["correct"] = all(d["passed"] for d in active) and mixed is not False
+    constant = ctx.ref.constant()
+    ctx.cand.release(empty_cache=True)
+    record["reference_constant"] = constant["constant"]
+    integrity(ctx, "after correctness")
+    ctx.phase("correctness", started)
+
+
+def _distribution(ctx: Context, dist: dict[str, Any]) -> None:
+    """The verified gate's trials under one distribution (its record entry is filled in place)."""
+    factor = dict(DISTRIBUTIONS)[dist["name"]]
+    errors_abs, errors_rel, passed = [], [], True
+    for t in range(ctx.opts.verified_trials):
+        determinism = dist["name"] == "D1" and t == 0
+        res = trial(ctx, f"{dist['name']}_{t}", factor, VERIFIED_TOLERANCE, determinism=determinism)
+        if "skipped" in res:
+            dist.update(skipped=True, skip_reason=res["skipped"][:300], passed=None, trials=0)
+            break
+        dist["trials"] += 1
+        if res.get("max_abs_error") is not None:
+            errors_abs.append(res["max_abs_error"])
+        if res.get("max_rel_error") is not None:
+            errors_rel.append(res["max_rel_error"])
+        if not res.get("passed"):
+            passed = False
+            dist["error"] = dist["error"] or res.get("reason", "")[:300]
+    if not dist["skipped"]:
+        dist.update(
+            passed=passed,
+            max_abs_error=max(errors_abs, default=None),
+            max_rel_error=max(errors_rel, default=None),
+        )
+
+
+def trial(
+    ctx: Context, key: str, scale: float | str, tol: float, *, track_constant: bool = True, determinism: bool = False
+) -> dict[str, Any]:
+    """One trial: reference on inputs from a secret seed, the candidate on the same seed's inputs, comparison."""
+    seed = ctx.seed()
+    made = ctx.ref.make_trial(key=key, seed=seed, scale=scale, track_constant=track_constant)
+    if made.get("skipped"):
+        return {"skipped": made["skipped"]}
+    ctx.output_bytes = max(ctx.output_bytes, int(made["output_bytes"]))
+    ctx.input_bytes = max(ctx.input_bytes, int(made.get("input_bytes") or 0))
+    poison_bytes = 2 * int(made["output_bytes"]) + (64 << 20)
+    out_a, out_b = str(ctx.folders.io / f"{key}_out.pt"), str(ctx.folders.io / f"{key}_out_b.pt")
+    run = _candidate_run(ctx, seed, scale, out_a, float("nan"), poison_bytes)
+    output: dict[str, Any] | None = None
+    again: dict[str, Any] | None | bool = False  # False: no determinism pair in this trial
+    if run.get("plain"):
+        output = output_ref(run.get("desc"), out_a)
+        if determinism:
+            second = _candidate_run(ctx, seed, scale, out_b, 0.0, poison_bytes)
+            again = output_ref(second.get("desc"), out_b) if second.get("plain") else None
+    result = ctx.ref.compare(key=key, output=output, tol=tol, again=again)  # without an output: drops the reference
+    ctx.release_outputs()
+    if not run.get("plain"):
+        result = {"passed": False, "plain": False, "reason": f"output is {run.get('out_type')}, not torch.Tensor"}
+    if "determinism" in result:
+        pair = result["determinism"]
+        detail = (
+            f"same inputs twice, allocator poisoned with NaN then 0: max abs difference {pair.get('max_abs_error')}"
+        )
+        passed = bool(pair.get("passed"))
+        set_check(ctx.record, "determinism", passed, detail if passed else f"{detail}; {pair.get('reason', '')}")
+    if result.get("plain") is False:
+        ctx.flags["plain"] = False
+        ctx.flag_details.setdefault("plain", result.get("reason", ""))
+    if result.get("shape_dtype") is False:
+        ctx.flags["shape_dtype"] = False
+        ctx.flag_details.setdefault("shape_dtype", result.get("reason", ""))
+    return result
+
+
+def _candidate_run(
+    ctx: Context, seed: int, scale: float | str, out_path: str, poison: float, poison_bytes: int
+) -> dict[str, Any]:
+    """One forward of the kernel (the allocator poisoned first), its runtime signals noted."""
+    run = ctx.cand.run(
+        seed=seed,
+        scale=scale,
+        out_path=out_path,
+        poison=poison,
+        poison_bytes=poison_bytes,
+        max_output_bytes=ctx.opts.max_output_mb << 20,
+    )
+    if not run.get("plain"):
+        ctx.flags["plain"] = False
+        ctx.flag_details.setdefault("plain", f"forward returned {run.get('out_type')}, not a plain torch.Tensor")
+    if run.get("alias"):
+        ctx.flags["alias"] = True
+    if run.get("inputs_unchanged") is False:
+        ctx.flags["unchanged"] = False
+    return run
+
+
+def mixed_signs(ctx: Context) -> bool | None:
+    """One trial with a random sign per input element (B7: D1-D4 leave each tensor single-signed, so probing a
+    few elements could route each distribution to a path that is right only for it)."""
+    res = trial(ctx, "M0", MIXED_SIGNS, VERIFIED_TOLERANCE, track_constant=False)
+    if "skipped" in res:
+        set_check(ctx.record, "mixed_sign_inputs", None, "not applicable: " + res["skipped"][:200])
+        return None
+    passed = bool(res.get("passed"))
+    detail = "float inputs positive but for up to 64 random elements negated (one trial, 1e-3): "
+    set_check(ctx.record, "mixed_sign_inputs", passed, detail + ("passed" if passed else res.get("reason", "")[:300]))
+    return passed
+
+
+def randomise(ctx: Context) -> None:
+    """New random values for every float parameter and buffer, in the reference and (matched) in ModelNew."""
+    record = ctx.record
+    if not ctx.opts.randomise_params:
+        record["params_randomised"] = False
+        set_check(record, "params_randomised", False, "disabled by option (paper protocol: default init)")
+        return
+    floats = [
+        e for e in ctx.state_entries if e[2].startswith("torch.float") or e[2] in ("torch.half", "torch.bfloat16")
+    ]
+    # Written by the clean side after kernel code ran, so never into a directory the kernel owns (a planted
+    # symlink there would make the reference overwrite any file): a fresh directory of the orchestrator's own.
+    params = ctx.folders.handoff / "params.pt"
+    reply = ctx.ref.randomise(entries=floats, seed=ctx.seed(), out_path=str(params))
+    if reply["matched"]:  # the reference randomised all of its float entries, the candidate gets the matched ones
+        ctx.cand.load_params(str(params))
+    params.unlink(missing_ok=True)
+    total, matched, missing = reply["total"], reply["matched"], reply["missing"]
+    if total == 0:
+        ok, detail = True, "nothing to randomise: the reference has no float parameters or buffers"
+    elif not missing:
+        ok, detail = True, f"all {total} float parameters/buffers randomised in both models"
+    else:
+        ok = False
+        detail = (
+            f"{len(matched)} of {total} randomised; ModelNew has no same-name, same-shape entry for: "
+            + ", ".join(missing[:8])
+            + (" ..." if len(missing) > 8 else "")
+            + " (randomised in the reference all the same: a kernel that hard-codes their default values fails)"
+        )
+    record["params_randomised"] = ok
+    set_check(record, "params_randomised", ok, detail)

@@ -1,0 +1,93 @@
+"""What a worker does to and learns from its device: first-use costs, the TF32 precision flags, synchronising,
+device facts for the record, and poisoning the allocator. torch only; never imports candidate code.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import torch
+
+
+def warm_up(msg: dict[str, Any]) -> dict[str, Any]:
+    """Pay first-use costs before any problem or kernel is known (a standby worker pays them while it waits): the
+    CUDA context and, with `meta`, torch's meta-device registrations (about 0.75 s on first use, for the footprint)."""
+    if str(msg["device"]).startswith("cuda"):
+        torch.cuda.set_device(0)
+        torch.zeros(1, device="cuda")
+    if msg.get("meta"):
+        with torch.device("meta"):
+            torch.nn.Linear(2, 2)(torch.empty(1, 2))
+    return {}
+
+
+def set_precision(tf32: bool) -> None:
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+
+
+def precision_flags() -> dict[str, bool]:
+    return {
+        "cuda.matmul.allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+        "cudnn.allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+    }
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def now_ns() -> int:
+    return time.perf_counter_ns()
+
+
+def device_info(device: str) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": sys.version.split()[0],
+        "device": device,
+        "device_name": "cpu",
+        "arch": "cpu",
+        "cpu_threads": torch.get_num_threads(),
+    }
+    if device.startswith("cuda"):
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        info.update(
+            device_name=props.name,
+            uuid=str(getattr(props, "uuid", "")) or None,
+            arch=f"sm_{props.major}{props.minor}",
+            l2_cache_bytes=int(getattr(props, "L2_cache_size", 0)),
+            total_memory_bytes=int(props.total_memory),
+            cudnn=torch.backends.cudnn.version(),
+            driver=_driver_version(),
+        )
+    return info
+
+
+def _driver_version() -> str | None:
+    try:
+        return str(torch.cuda.driver_version()) if hasattr(torch.cuda, "driver_version") else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def poison_allocator(device: str, value: float, nbytes: int) -> None:
+    """Fill about `nbytes` of soon-to-be-reused memory with `value`, then free it (B1/B2 stale-memory reuse).
+
+    On CUDA the caching allocator hands these blocks to the next allocations. On CPU (malloc) this is best effort.
+    """
+    if nbytes <= 0:
+        return
+    if device.startswith("cuda"):
+        free, _ = torch.cuda.mem_get_info()
+        nbytes = int(min(nbytes, free * 0.5))
+        chunks = [torch.full((max(nbytes // 4, 1),), value, dtype=torch.float32, device=device)]
+    else:
+        size = 1 << 18  # 1 MiB chunks stay below glibc's mmap threshold once it has grown; best effort
+        chunks = [torch.full((size // 4,), value, dtype=torch.float32) for _ in range(min(nbytes // size + 1, 256))]
+    sync(device)
+    del chunks

@@ -1,0 +1,194 @@
+"""Starting and stopping an evaluation's two worker processes, and what the kernel's runs inside: its Unix user (a
+leased uid when we are root, privileges.py), its namespaces sandbox (namespaces.py), its limits, and the socket
+pair of the zero-copy output hand-over (cuda_fd.py).
+
+Nothing here depends on the problem or the kernel, so a standby harness does all of it before either is known.
+stdlib only, like the orchestrator.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evaluator.harness.errors import HarnessInfraError
+from evaluator.harness.hardening import become_subreaper, kill_adopted_children
+from evaluator.harness.namespaces import Plan, SandboxUnavailable, bwrap_path, choose_mode
+from evaluator.harness.privileges import Identity, UidLease, candidate_identity, check_runtime, give_to, open_path
+from evaluator.harness.protocol import Options, Spec
+from evaluator.harness.sandbox import Worker, build_env
+
+
+@dataclass(frozen=True)
+class Folders:
+    """An evaluation's work folder and the private folders inside it."""
+
+    work: Path
+    ref: Path  # the reference worker's; the kernel may not enter it
+    cand: Path  # the kernel's own
+    io: Path  # outputs on their way to the reference (file hand-over)
+    handoff: Path  # files written by the clean side for the kernel to read (params), never to write
+
+    @classmethod
+    def under(cls, work: Path) -> Folders:
+        cand = work / "candidate"
+        return cls(work=work, ref=work / "reference", cand=cand, io=cand / "io", handoff=work / "handoff")
+
+
+def memory_limit(opts: Options) -> int:
+    """Host memory each worker may use: the option, else half the machine (at least 2 GiB)."""
+    if opts.host_memory_mb:
+        return opts.host_memory_mb << 20
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        total = 8 << 30
+    return max(2 << 30, total // 2)
+
+
+def user_process_count() -> int:
+    """Threads this user already runs: RLIMIT_NPROC counts them all, so the workers' limit is on top of these."""
+    uid, count = os.getuid(), 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                count += entry.stat().st_uid == uid and len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:
+                continue
+    return count
+
+
+class Workers:
+    """The reference and candidate worker processes of one evaluation, from folders to reaped processes."""
+
+    def __init__(self, folders: Folders, spec: Spec, opts: Options) -> None:
+        self.folders = folders
+        self.spec = spec
+        self.opts = opts
+        self.cuda = spec.device.startswith("cuda")
+        self.ref: Worker | None = None
+        self.cand: Worker | None = None
+        self.ident: Identity | None = None  # the candidate's Unix user (None: ours)
+        self.sandbox = "none"  # "namespaces", "uid" or "none" (namespaces.py)
+        self.sandbox_reason: str | None = None  # why that mode (namespaces.choose_mode)
+        self.lease: UidLease | None = None
+        self.fd_socks: tuple[socket.socket, socket.socket] | None = None  # cuda_fd hand-over: (candidate, ref)
+        self.memory = 0
+        self.limits: dict[str, Any] = {}
+
+    def start(self, emit: Callable[[dict[str, Any]], None]) -> None:
+        """Private folders, limits, the candidate's Unix user, and both worker processes (they import torch side by
+        side). A failure part-way leaves what was made for stop() to undo."""
+        become_subreaper()  # before any worker exists: processes a kernel leaves behind come back to us
+        f = self.folders
+        for d in (f.ref, f.cand, f.io):
+            d.mkdir(parents=True, exist_ok=True)
+        self.memory = memory_limit(self.opts)
+        self.limits = {
+            "fsize_bytes": self.opts.file_size_mb << 20,
+            "nproc": user_process_count() + 4096,
+            "data_bytes": 0 if self.cuda else self.memory,  # RLIMIT_DATA only on CPU; CUDA relies on the watchdog
+            "cpu_seconds": int(self.spec.timeout) + 60,
+        }
+        python = self.spec.python or sys.executable
+        # The kernel runs as an unprivileged user when we are root (privileges.py), one uid per evaluation: it owns
+        # its own dir (the io dir inside it too: the reference, as root, still writes there), may enter the work dir
+        # but not list it, and may not enter the reference's dir at all. Around it, its namespaces (namespaces.py).
+        try:
+            self.lease = UidLease(f.work.parent / ".sandbox-uids")
+            ident = candidate_identity(lease=self.lease)
+            uid, gid = ident if ident is not None else (os.getuid(), os.getgid())
+            self.sandbox, self.sandbox_reason = choose_mode(uid=uid, gid=gid)
+        except (ValueError, RuntimeError, SandboxUnavailable) as exc:
+            raise HarnessInfraError(str(exc)) from exc
+        self.ident = ident
+        if ident is not None:
+            open_path(f.work, ident)
+            os.chmod(f.work, 0o711)
+            os.chmod(f.ref, 0o700)
+        f.handoff.mkdir(mode=0o755, exist_ok=True)  # the orchestrator's: the kernel may read here, never write
+        plan = self._plan(python, uid, gid) if self.sandbox == "namespaces" else None
+        if ident is not None:
+            give_to(f.cand, ident)
+            os.chmod(f.io, 0o700)
+        if self.cuda:  # the zero-copy output hand-over's socket (cuda_fd.py): one end for each worker
+            self.fd_socks = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            for sock in self.fd_socks:
+                os.set_inheritable(sock.fileno(), True)
+        cand_env = build_env(private_dir=f.cand)
+        if plan is not None:
+            cand_env["USER"] = cand_env["LOGNAME"] = "kernel"
+        unusable = check_runtime(python, ident, env=cand_env, cwd=f.cand, wrap=plan.wrap if plan else None)
+        if unusable:  # fail closed: never fall back to running the kernel as root, never blame the kernel for it
+            raise HarnessInfraError(unusable)
+        self.ref = Worker(
+            role="reference",
+            private_dir=f.ref,
+            env=build_env(private_dir=f.ref),
+            limits=self.limits,
+            python=python,
+            memory_limit_bytes=self.memory,
+            extra_fds=(self.fd_socks[1].fileno(),) if self.fd_socks else (),
+        )
+        self.cand = Worker(
+            role="candidate",
+            private_dir=f.cand,
+            env=cand_env,
+            limits={**self.limits, "pid_namespace": plan is not None},
+            python=python,
+            memory_limit_bytes=self.memory,
+            run_as=ident,
+            wrap=plan.wrap if plan else None,
+            extra_fds=(self.fd_socks[0].fileno(),) if self.fd_socks else (),
+            disk_limit_bytes=self.opts.work_dir_mb << 20,
+        )
+        self.ref.start()
+        emit({"event": "worker", "role": "reference", "pid": self.ref.pid})
+        self.cand.start()  # both import torch in parallel
+        emit({"event": "worker", "role": "candidate", "pid": self.cand.pid})
+
+    def _plan(self, python: str, uid: int, gid: int) -> Plan:
+        """The bubblewrap command line around the candidate (namespaces.py), and the /etc files it binds."""
+        f = self.folders
+        (f.cand / "build").mkdir(exist_ok=True)
+        bwrap = bwrap_path()
+        assert bwrap is not None  # choose_mode found it
+        plan = Plan(
+            bwrap=bwrap,
+            python=python,
+            private_dir=f.cand,
+            build_dir=f.cand / "build",
+            etc_dir=f.work / "sandbox-etc",
+            handoff_dir=f.handoff,
+            cuda=self.cuda,
+            tmp_bytes=self.opts.tmp_mb << 20,
+            uid=uid,
+            gid=gid,
+        )
+        plan.write_etc()
+        return plan
+
+    def stop(self) -> int:
+        """End both workers and whatever the kernel left running, then free the uid; returns how many stray
+        processes had to be killed. Also undoes a start that failed part-way."""
+        workers = [w for w in (self.cand, self.ref) if w is not None]
+        for worker in workers:  # both exit (CUDA context teardown) at once, then each is waited for and reaped
+            worker.ask_exit()
+        for worker in workers:
+            worker.close()
+        # bubblewrap's own processes re-parent to us as it exits: they are not the kernel's
+        stray = kill_adopted_children(ignore=frozenset({"bwrap"}) if self.sandbox == "namespaces" else frozenset())
+        for sock in self.fd_socks or ():
+            sock.close()
+        if not self.opts.keep_workdir:
+            shutil.rmtree(self.folders.io, ignore_errors=True)
+            shutil.rmtree(self.folders.cand / "build", ignore_errors=True)
+        if self.lease is not None:
+            self.lease.release()  # after the kernel's processes are gone: the next evaluation may take this uid
+        return stray

@@ -1,0 +1,95 @@
+"""The candidate worker's evidence of tampering (A4 timer tampering, C1 checker patching): timer and checker
+functions, and the harness's own worker-side functions, captured when this module is imported (candidate_worker.py
+imports it before any kernel code exists) and compared when asked; and the threads a kernel left running.
+
+A kernel runs in the same process and could patch this module too: what it reports is evidence, and the
+orchestrator's own clock remains the real guard. torch only; never imports candidate code.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+import torch
+import torch.testing
+
+from evaluator.harness import command_loop, device, inputs, l2, limits, timing
+
+WATCHED = (
+    "time.perf_counter",
+    "time.perf_counter_ns",
+    "time.time",
+    "time.monotonic",
+    "torch.cuda.Event",
+    "torch.cuda.Event.record",
+    "torch.cuda.Event.elapsed_time",
+    "torch.cuda.synchronize",
+    "torch.cuda.max_memory_allocated",
+    "torch.cuda.reset_peak_memory_stats",
+    "torch.cuda.memory_allocated",
+    "torch.allclose",
+    "torch.equal",
+    "torch.isclose",
+    "torch.testing.assert_close",
+    "torch.save",
+    "torch.load",
+    "torch.Tensor",
+    "torch.Tensor.untyped_storage",
+    "torch.Tensor.clone",
+    "torch.manual_seed",
+    "builtins.type",
+    "builtins.isinstance",
+)
+_ROOTS = {"time": time, "torch": torch, "builtins": builtins}
+
+
+def _resolve(dotted: str) -> Any:
+    head, *rest = dotted.split(".")
+    obj: Any = _ROOTS[head]
+    for part in rest:
+        obj = getattr(obj, part)
+    return obj
+
+
+_CAPTURED = tuple((name, _resolve(name)) for name in WATCHED)
+_listdir = os.listdir
+THREADS_AT_START = frozenset(t.ident for t in threading.enumerate())
+NATIVE_AT_START = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None
+
+
+def replaced_functions() -> list[str]:
+    """The watched and harness functions that are no longer what they were at import."""
+    tampered = []
+    for name, original in _CAPTURED:
+        try:
+            current = _resolve(name)
+        except AttributeError:
+            current = None
+        if current is not original:
+            tampered.append(name)
+    for label, module, name, original in _HARNESS_FUNCS:
+        if vars(module).get(name) is not original:
+            tampered.append(label)
+    return tampered
+
+
+def new_threads() -> tuple[list[str], int | None]:
+    """Python threads started since import and still alive, and the native thread count now."""
+    threads = [t.name for t in threading.enumerate() if t.ident not in THREADS_AT_START and t.is_alive()]
+    native = len(_listdir("/proc/self/task")) if NATIVE_AT_START is not None else None
+    return threads, native
+
+
+# The harness modules whose functions the candidate worker calls while the kernel is loaded, and this one (last, so
+# that its own functions exist): replacing any of them in its module is tampering too.
+_HARNESS_FUNCS = tuple(
+    (f"{mod.__name__}.{name}", mod, name, value)
+    for mod in (timing, command_loop, device, inputs, l2, limits, sys.modules[__name__])
+    for name, value in vars(mod).items()
+    if callable(value)
+)

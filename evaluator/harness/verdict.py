@@ -1,0 +1,158 @@
+"""The checks and the verdict of an evaluation (the record: protocol.md section 8): the kernel's integrity report
+read at each phase's end, whether it is worth timing, the runtime signals turned into checks, the status, and the
+record's environment section.
+
+stdlib only, like the orchestrator: the verdict is made in the one process the candidate cannot reach.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+from evaluator.harness.context import Context
+from evaluator.harness.errors import CandidateFailed
+from evaluator.harness.protocol import (
+    HARD_CHECKS,
+    HARNESS_VERSION,
+    STANDARD_TOLERANCE,
+    VERIFIED_TOLERANCE,
+    get_check,
+    set_check,
+    shorten,
+)
+
+
+def integrity(ctx: Context, when: str) -> None:
+    """Replaced timer or checker functions and threads the kernel started, as reported by its own worker (it may
+    lie; a failure once seen is never overwritten by a later clean report)."""
+    record = ctx.record
+    reply = ctx.cand.integrity()
+    tampered, threads = reply["tampered"], sorted(set(reply["threads"]))
+    prior = get_check(record, "timer_integrity")
+    if tampered or not (prior and prior["passed"] is False):
+        set_check(
+            record,
+            "timer_integrity",
+            not tampered,
+            f"replaced {when}: {', '.join(tampered)[:300]}"
+            if tampered
+            else f"timer and checker functions unchanged ({when})",
+        )
+    prior = get_check(record, "thread_count")
+    if threads or not (prior and prior["passed"] is False):
+        native = f"; native threads {reply['native_at_start']} -> {reply['native_threads']}"
+        set_check(
+            record,
+            "thread_count",
+            not threads,
+            (
+                f"Python threads started by the kernel ({when}): {', '.join(threads)[:200]}"
+                if threads
+                else f"no Python threads started by the kernel ({when})"
+            )
+            + native,
+        )
+
+
+def should_time(ctx: Context) -> bool:
+    """Time only a kernel that passed a gate and showed no sign of cheating the harness."""
+    flags = ctx.flags
+    hard_fail = flags["alias"] or not flags["plain"] or not flags["unchanged"]
+    tampered = get_check(ctx.record, "timer_integrity")
+    threads = get_check(ctx.record, "thread_count")
+    if hard_fail or (tampered and tampered["passed"] is False) or (threads and threads["passed"] is False):
+        return False
+    return bool(ctx.record["correct"] or ctx.record["standard_correct"])
+
+
+def verdict(ctx: Context) -> None:
+    """The runtime signals as checks, then the status: "rejected" on a failed hard check, else "ok"."""
+    record, flags, details = ctx.record, ctx.flags, ctx.flag_details
+    set_check(
+        record,
+        "output_plain_tensor",
+        flags["plain"],
+        details.get("plain", "every output was a plain torch.Tensor"),
+    )
+    set_check(
+        record,
+        "output_no_alias",
+        not flags["alias"],
+        "an output shared storage with an input" if flags["alias"] else "no output aliased an input",
+    )
+    set_check(
+        record,
+        "inputs_unchanged",
+        flags["unchanged"],
+        "inputs were unchanged after every call" if flags["unchanged"] else "the kernel modified its inputs in place",
+    )
+    set_check(
+        record,
+        "output_shape_dtype",
+        flags["shape_dtype"],
+        details.get("shape_dtype", "shape and dtype matched the reference"),
+    )
+    failed_hard = [c["name"] for c in record["checks"] if c["name"] in HARD_CHECKS and c["passed"] is False]
+    recheck = get_check(record, "timed_output_recheck")
+    if record["correct"] and recheck and recheck["passed"] is False:
+        # passed the gate, yet wrong while being timed: it behaves differently when timed (A6 replay, A7)
+        failed_hard.append("timed_output_recheck")
+    if failed_hard:
+        record["status"] = "rejected"
+        record["correct"] = False
+        record["standard_correct"] = False
+        record["error"] = "rejected by runtime checks: " + ", ".join(failed_hard)
+        return
+    record["status"] = "ok"
+    if not record["correct"]:
+        failed = [f"{d['name']}: {d['error']}" for d in record["distributions"] if d["passed"] is False]
+        mixed = get_check(record, "mixed_sign_inputs")
+        if mixed and mixed["passed"] is False:
+            failed.append(f"mixed signs: {mixed['detail']}")
+        record["error"] = shorten("incorrect: " + "; ".join(failed), 600)
+
+
+def record_failure(record: dict[str, Any], failure: CandidateFailed) -> None:
+    """The record of a kernel that could not go on (unless whoever stopped it wrote the record already)."""
+    if failure.status is None:
+        return
+    record["status"] = failure.status
+    record["error"] = shorten(str(failure))
+    # A kernel that crashes or hangs at any point (timing included) is not a working kernel: never "correct".
+    record["correct"] = False
+    record["standard_correct"] = False
+
+
+def environment(ctx: Context) -> None:
+    """What the numbers were measured on and under, and the evaluation's total time."""
+    env = ctx.record["environment"]
+    info, opts = ctx.info, ctx.opts
+    env.update(
+        harness_version=HARNESS_VERSION,
+        device=ctx.device,
+        device_name=info.get("device_name"),
+        arch=info.get("arch"),
+        torch=info.get("torch"),
+        cuda=info.get("cuda"),
+        cudnn=info.get("cudnn"),
+        python=info.get("python"),
+        hardware=opts.hardware or info.get("device_name"),
+        seeds_digest=hashlib.sha256(",".join(map(str, ctx.seeds)).encode()).hexdigest(),
+        kernel_sha256=ctx.kernel_sha,
+        options={
+            "quick": opts.quick,
+            "compile_baseline": opts.compile_baseline,
+            "randomise_params": opts.randomise_params,
+            "verified_trials": opts.verified_trials,
+        },
+        tolerance={"verified": VERIFIED_TOLERANCE, "standard": STANDARD_TOLERANCE},
+        precision_flags={
+            "reference": {"cuda.matmul.allow_tf32": False, "cudnn.allow_tf32": False},
+            "candidate": {"cuda.matmul.allow_tf32": True, "cudnn.allow_tf32": True},
+            "baseline_tf32": {"cuda.matmul.allow_tf32": True, "cudnn.allow_tf32": True},
+            "baseline_fp32": {"cuda.matmul.allow_tf32": False, "cudnn.allow_tf32": False},
+        },
+    )
+    ctx.record["phases"]["total"] = round(time.monotonic() - ctx.deadline.start, 3)
