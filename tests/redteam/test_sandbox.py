@@ -10,6 +10,7 @@ CUDA timing) run on the H200: benchmarks/sandbox_gpu.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import stat
@@ -88,8 +89,14 @@ attempt("signal the evaluator", lambda: os.kill(PID, 0) is None)
 for folder in ("/tmp", "/var/tmp", "/dev/shm"):  # must vanish with the sandbox
     attempt("leave a file", lambda f=folder: open(f"{f}/{MARKER}", "w").write("left behind") and None)
 # outlive the evaluation: a detached grandchild that would sleep for ten minutes
-subprocess.Popen([sys.executable, "-c", "import os, time; os.setsid(); time.sleep(600)", MARKER],
-                 start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+DAEMON = "import os, time; os.fork() and os._exit(0); os.setsid(); time.sleep(600)"  # double fork, own session
+subprocess.Popen([sys.executable, "-c", DAEMON, MARKER], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+for _ in range(50):  # the daemon must really run, or "nothing outlived the evaluation" would prove nothing
+    time.sleep(0.1)
+    if any(MARKER.encode() in open(f, "rb").read() for f in glob.glob("/proc/[0-9]*/cmdline") if os.path.exists(f)):
+        break
+else:
+    raise RuntimeError("the test's daemon did not start")
 if got:
     raise RuntimeError("SANDBOX ESCAPE " + " | ".join(got))
 
@@ -384,3 +391,73 @@ def _run_in_mode(mode: str, var: Path, files: list[Path]) -> dict:
             os.environ.pop("KBV_SANDBOX", None)
         else:
             os.environ["KBV_SANDBOX"] = previous
+
+
+LINGER = """
+import subprocess, sys, time
+import torch
+import torch.nn as nn
+
+DAEMON = "import os, time; os.fork() and os._exit(0); os.setsid(); time.sleep(600)"  # double fork, own session
+subprocess.Popen([sys.executable, "-c", DAEMON, "__MARKER__"])
+time.sleep(600)  # the import never ends: the test kills the evaluator meanwhile
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_killing_the_evaluator_leaves_no_kernel_process(tmp_path):
+    marker = f"kbv-linger-{uuid.uuid4().hex}"
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(
+            run_evaluation,
+            problem_source=RELU,
+            kernel_source=LINGER.replace("__MARKER__", marker),
+            device="cpu",
+            timeout=300,
+            work_root=tmp_path / "work",
+            options={"quick": True},
+        )
+        deadline = time.monotonic() + 90
+        while not _live_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        found = _live_with(marker)
+        assert found, "the kernel never started its grandchild"
+        pid = found[0]  # up from the kernel's grandchild to the orchestrator (`python -m evaluator.harness ...`)
+        while pid > 1:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"evaluator.harness" in cmdline and not any(b"_worker" in part for part in cmdline):
+                break
+            pid = _parent(pid)
+        assert pid > 1, "no orchestrator above the kernel"
+        os.kill(pid, 9)
+        with contextlib.suppress(Exception):  # the runner reports the dead harness as an infrastructure error
+            pending.result(timeout=120)
+    deadline = time.monotonic() + 20
+    while _live_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _live_with(marker), "a process of the kernel outlived its evaluator"
+
+
+@pytest.mark.gpu
+def test_a_hang_in_cuda_timing_ends_early_and_outputs_cross_the_sandbox_on_the_device(tmp_path):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA (benchmarks/sandbox_gpu.py records it on the H200)")
+    record = run_evaluation(
+        problem_source=RELU,
+        kernel_source=HANG_IN_TIMING,
+        device="cuda",
+        timeout=600,
+        work_root=tmp_path / "work",
+        options={"quick": True, "hang_grace_s": 5.0},
+    )
+    assert record["environment"]["output_handover"] == "cuda_fd"
+    assert record["status"] == "timeout" and "hung" in record["error"]
