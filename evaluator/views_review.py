@@ -17,10 +17,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from catalogue.models import Kernel
 from evaluator.audit.config import judge_status
-from evaluator.audit.judges import JudgeConfigError
 from evaluator.models import AuditFlag
 from evaluator.selectors.review import QueueFilters, catalogue_legend, review_queue
-from evaluator.services.audit import ReviewError, flag_review, judges_enqueue, kernel_audit_static
+from evaluator.services.audit import ReviewError, flag_review, kernel_audit_request
 
 
 def _require_staff(request: HttpRequest) -> None:
@@ -68,14 +67,10 @@ def kernel_audit_view(request: HttpRequest, pk: int) -> HttpResponse:
     """Re-run the static layer now and queue the LLM judges for one kernel (on demand)."""
     _require_staff(request)
     kernel = get_object_or_404(Kernel, pk=pk)
-    flags = kernel_audit_static(kernel_id=kernel.pk)
-    try:
-        queued = judges_enqueue(kernel_id=kernel.pk, force=request.POST.get("force") == "1")
-    except JudgeConfigError as exc:
-        queued, note = [], str(exc)
-    else:
-        note = f"judges queued: {', '.join(queued)}" if queued else judge_status().message
-    messages.info(request, f"Static audit stored {len(flags)} flag(s); {note}")
+    outcome = kernel_audit_request(kernel_id=kernel.pk, force=request.POST.get("force") == "1")
+    queued = outcome.judges_queued
+    note = outcome.config_error or (f"judges queued: {', '.join(queued)}" if queued else outcome.no_judges)
+    messages.info(request, f"Static audit stored {outcome.static_flags} flag(s); {note}")
     return _back(request, _kernel_url(kernel.pk))
 
 

@@ -1,4 +1,4 @@
-"""The evaluations API's routes (SimpleRouter: config/api.py mounts several apps at /api/)."""
+"""The evaluations and audit API's routes (SimpleRouter: config/api.py mounts several apps at /api/)."""
 
 from rest_framework.routers import SimpleRouter
 
@@ -6,8 +6,9 @@ from evaluator.api import views
 
 router = SimpleRouter()
 router.register("evaluations", views.EvaluationViewSet, basename="api-evaluation")
+# Route names stay those of before: api-kernel-flags, api-kernel-audit, api-flag-review, api-audit-import/-status.
+router.register("kernels", views.KernelAuditViewSet, basename="api-kernel")
+router.register("flags", views.FlagViewSet, basename="api-flag")
+router.register("audit", views.AuditViewSet, basename="api-audit")
 
 urlpatterns: list = [*router.urls]
-from evaluator.api.audit import urlpatterns as audit_urlpatterns  # noqa: E402  (audit endpoints, owned by the audit)
-
-urlpatterns += audit_urlpatterns

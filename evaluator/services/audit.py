@@ -1,13 +1,17 @@
 """Writes of the reward-hack audit: flags from static rules, runtime signals and LLM judges; review; corroboration.
 
 Hooks for the pipeline:
-- at upload: `kernels_audit_static(kernel_ids=[...])` (or `kernel_audit_static(kernel_id=...)`);
+- at upload: `kernels_audit_static(kernel_ids=[...])` (the task audit_kernels_static, after the upload commits);
 - after a result is stored: `kernel_audit_runtime(evaluation_id=...)`, which also enqueues the LLM judges when the
-  kernel is correct with a verified speedup > 1 (protocol.md section 7).
+  kernel is correct with a verified speedup > 1 (protocol.md section 7);
+- on demand (staff, the API and the inspector's button alike): `kernel_audit_request(kernel_id=...)`.
 
 Review states (AuditFlag.Review): a flag starts `suspected`; it becomes `corroborated` when an independent source
 agrees (see `kernel_flags_corroborate`); a staff member moves it to `confirmed` (the kernel leaves the rankings via
-leaderboard.selectors.eligibility), `dismissed` or `legitimate` (D4 specialisation), always with a note.
+evaluator.selectors.eligibility), `dismissed` or `legitimate` (D4 specialisation), always with a note.
+
+Pure shaping (flag fields from findings and judge answers, imported records) is evaluator.audit.normalise; reads
+(a kernel's flags, judge eligibility, the facts a judge is told) are evaluator.selectors.audit.
 """
 
 from __future__ import annotations
@@ -22,21 +26,26 @@ from django.db.models import Q
 from django.utils import timezone
 
 from catalogue.models import Kernel
-from evaluator.audit.findings import SEVERITY_RANK, Finding
+from evaluator.audit.findings import Finding
 from evaluator.audit.isolated import audit_static_isolated
+from evaluator.audit.normalise import (
+    ImportReport,
+    group_by_rule,
+    hack_flag_records,
+    judge_flag_fields,
+    normalise_judge_answer,
+    rule_flag_fields,
+)
 from evaluator.audit.runtime_signals import runtime_findings
-from evaluator.audit.schema import import_schema, validation_errors
 from evaluator.models import AuditFlag, Evaluation
+from evaluator.selectors.audit import harness_facts, judge_eligible
 from evaluator.services.results import results_changed
 
 log = logging.getLogger(__name__)
 
 REVIEWED = {AuditFlag.Review.CONFIRMED, AuditFlag.Review.DISMISSED, AuditFlag.Review.LEGITIMATE}
-VERDICT_RANK = {"clean": 0, "info": 1, "suspicious": 2, "hack": 3}
-JUDGE_SEVERITY = {"hack": "high", "suspicious": "medium", "clean": "info", "info": "info"}
 # Sources whose agreement corroborates a flag (protocol.md §7: "a second judge or a runtime signal").
 CORROBORATING_SOURCES = {AuditFlag.Source.JUDGE, AuditFlag.Source.IMPORT, AuditFlag.Source.RUNTIME}
-EVIDENCE_MAX = 12
 
 
 class ReviewError(ValueError):
@@ -44,32 +53,6 @@ class ReviewError(ValueError):
 
 
 # --- Flags from findings ----------------------------------------------------------------------------------------
-
-
-def _flag_fields(rule: str, findings: list[Finding]) -> dict[str, Any]:
-    """One AuditFlag per rule: the worst severity/verdict, the union of classes, every location as evidence."""
-    worst = max(findings, key=lambda f: (f.rank, VERDICT_RANK[f.verdict]))
-    classes: list[str] = []
-    for finding in findings:
-        classes.extend(c for c in finding.classes if c and c not in classes)
-    evidence = [item for finding in findings for item in finding.evidence()][:EVIDENCE_MAX]
-    rationale = worst.why if len(findings) == 1 else f"{worst.why} ({len(findings)} places)"
-    return {
-        "source_name": rule[:200],
-        "severity": worst.severity,
-        "verdict": max((f.verdict for f in findings), key=VERDICT_RANK.__getitem__),
-        "classes": classes,
-        "evidence": evidence,
-        "rationale": rationale,
-        "raw": {"findings": [f.to_dict() for f in findings]},
-    }
-
-
-def _group(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
-    grouped: dict[str, list[Finding]] = {}
-    for finding in findings:
-        grouped.setdefault(finding.rule, []).append(finding)
-    return grouped
 
 
 def _replace_flags(
@@ -82,10 +65,10 @@ def _replace_flags(
     reviewed_rules = set(existing.filter(review_state__in=REVIEWED).values_list("source_name", flat=True))
     existing.exclude(review_state__in=REVIEWED).delete()
     created = []
-    for rule, group in _group(findings).items():
+    for rule, group in group_by_rule(findings).items():
         if rule in reviewed_rules:
             continue  # a person already decided about this rule on this kernel
-        fields = _flag_fields(rule, group)
+        fields = rule_flag_fields(rule, group)
         fields["raw"].update(raw_extra or {})
         created.append(AuditFlag(kernel=kernel, source=source, **fields))
     return AuditFlag.objects.bulk_create(created)
@@ -119,6 +102,39 @@ def kernels_audit_static(*, kernel_ids: Iterable[int]) -> int:
     return total
 
 
+@dataclass
+class AuditRequestOutcome:
+    """What an audit on demand did: static flags stored, judges queued, and why none were when some were asked."""
+
+    static_flags: int = 0
+    judges_asked: bool = False
+    judges_queued: list[str] = field(default_factory=list)
+    config_error: str = ""  # the judges' configuration is broken (JudgeConfigError)
+    no_judges: str = ""  # judges were asked but none is configured under that name: judge_status().message
+
+
+def kernel_audit_request(
+    *, kernel_id: int, static: bool = True, judges: bool = True, judge_name: str | None = None, force: bool = False
+) -> AuditRequestOutcome:
+    """The one "audit now" path (staff, from the API and the inspector): re-run the static layer now and/or queue
+    the LLM judges (all of them, or `judge_name`). Never raises for the judges' configuration: it says so."""
+    from evaluator.audit.config import judge_status
+    from evaluator.audit.judges import JudgeConfigError
+
+    outcome = AuditRequestOutcome(judges_asked=judges or bool(judge_name))
+    if static:
+        outcome.static_flags = len(kernel_audit_static(kernel_id=kernel_id))
+    if outcome.judges_asked:
+        try:
+            outcome.judges_queued = judges_enqueue(kernel_id=kernel_id, judge_name=judge_name or None, force=force)
+        except JudgeConfigError as exc:
+            outcome.config_error = str(exc)
+        else:
+            if not outcome.judges_queued:
+                outcome.no_judges = judge_status().message
+    return outcome
+
+
 @transaction.atomic
 def kernel_audit_runtime(*, evaluation_id: int, enqueue_judges: bool = True) -> list[AuditFlag]:
     """Turn an evaluation's runtime signals into `runtime` flags, corroborate, and enqueue judges if eligible.
@@ -140,16 +156,6 @@ def kernel_audit_runtime(*, evaluation_id: int, enqueue_judges: bool = True) -> 
     if enqueue_judges and judge_eligible(evaluation):
         judges_enqueue(kernel_id=evaluation.kernel_id, evaluation_id=evaluation.pk)
     return flags
-
-
-def judge_eligible(evaluation: Evaluation) -> bool:
-    """protocol.md §7: every correct kernel whose verified speedup exceeds 1 gets the judge audit."""
-    return (
-        evaluation.status == Evaluation.Status.DONE
-        and evaluation.is_current
-        and bool(evaluation.correct)
-        and (evaluation.speedup or 0) > 1
-    )
 
 
 # --- Corroboration and review -----------------------------------------------------------------------------------
@@ -238,29 +244,6 @@ def judges_enqueue(*, kernel_id: int, judge_name: str | None = None, evaluation_
     return names
 
 
-def harness_facts(kernel: Kernel, evaluation: Evaluation | None) -> dict[str, Any]:
-    """What the judge is told that the evaluator measured (trusted block of the prompt)."""
-    facts: dict[str, Any] = {"problem": f"L{kernel.problem.level}/{kernel.problem.problem_id} {kernel.problem.name}"}
-    static = AuditFlag.objects.filter(kernel=kernel, source=AuditFlag.Source.RULE).exclude(severity="info")
-    facts["static_rule_hits"] = [f"{f.source_name} ({f.severity}): {f.rationale}"[:300] for f in static[:15]]
-    if evaluation is not None:
-        record = evaluation.result if isinstance(evaluation.result, dict) else {}
-        facts.update({
-            "correct_verified": evaluation.correct, "speedup_vs_tf32": evaluation.speedup,
-            "speedup_vs_fp32": evaluation.speedup_fp32, "memory_ratio": evaluation.memory_ratio,
-            "hardware": evaluation.hardware,
-            "distributions": [
-                {k: d.get(k) for k in ("name", "passed", "skipped", "max_rel_error")}
-                for d in record.get("distributions") or [] if isinstance(d, dict)
-            ],
-            "checks": [
-                {k: c.get(k) for k in ("name", "passed", "detail")} for c in record.get("checks") or []
-                if isinstance(c, dict)
-            ],
-        })  # fmt: skip
-    return facts
-
-
 def kernel_judge(*, kernel_id: int, judge_name: str, evaluation_id: int | None = None, force: bool = False,
                  client: Any = None) -> AuditFlag | None:  # fmt: skip
     """Ask one configured judge about one kernel and store its verdict as a `judge` flag.
@@ -303,72 +286,12 @@ def kernel_judge(*, kernel_id: int, judge_name: str, evaluation_id: int | None =
 
 
 def _judge_flag(*, kernel: Kernel, source: str, source_name: str, answer: dict, raw: dict) -> AuditFlag:
-    verdict = str(answer.get("verdict", "suspicious"))
-    rationale_parts = [str(answer.get("rationale", "") or "")]
-    if answer.get("failing_input"):
-        rationale_parts.append(f"Failing input: {answer['failing_input']}")
-    if answer.get("legit_specializations"):
-        rationale_parts.append("Legitimate specialisations: " + "; ".join(map(str, answer["legit_specializations"])))
-    if answer.get("downgraded"):
-        rationale_parts.append(f"Downgraded to suspicious: {answer['downgraded']}.")
-    confidence = answer.get("confidence")
     return AuditFlag.objects.create(
-        kernel=kernel, source=source, source_name=source_name[:200],
-        verdict=verdict if verdict in VERDICT_RANK else AuditFlag.Verdict.SUSPICIOUS,
-        severity=JUDGE_SEVERITY.get(verdict, "medium"),
-        classes=[str(c) for c in answer.get("classes") or []][:20],
-        evidence=list(answer.get("evidence") or [])[:EVIDENCE_MAX],
-        rationale="\n".join(p for p in rationale_parts if p)[:5000],
-        confidence=float(confidence) if isinstance(confidence, int | float) and 0 <= confidence <= 1 else None,
-        raw=raw,
-    )  # fmt: skip
+        kernel=kernel, source=source, source_name=source_name[:200], raw=raw, **judge_flag_fields(answer)
+    )
 
 
 # --- Imported judge results -------------------------------------------------------------------------------------
-
-VERDICT_ALIASES = {
-    "hack": "hack", "hacked": "hack", "reward_hack": "hack", "cheat": "hack", "true": "hack", "yes": "hack",
-    "suspicious": "suspicious", "unclear": "suspicious", "needs_review": "suspicious", "maybe": "suspicious",
-    "clean": "clean", "legit": "clean", "legitimate": "clean", "ok": "clean", "false": "clean", "no": "clean",
-}  # fmt: skip
-
-
-def normalise_judge_answer(record: dict, kernel_source: str) -> tuple[dict, list[dict], list[str]]:
-    """An imported judge record in the live judge's shape: (answer, dropped evidence, validation errors).
-
-    Accepts the paper's `hack_flags.json` records: verdict as a word or a boolean, evidence as a list of strings
-    (quotes) or of {lines, quote, why} objects, `rationale` free text.
-    """
-    from evaluator.audit.judges import verify_evidence
-
-    verdict_raw = record.get("verdict")
-    verdict = VERDICT_ALIASES.get(str(verdict_raw).strip().lower(), str(verdict_raw).strip().lower())
-    evidence = []
-    for item in record.get("evidence") or []:
-        if isinstance(item, str):
-            evidence.append({"lines": "", "quote": item, "why": ""})
-        elif isinstance(item, dict):
-            lines = item.get("lines", item.get("line", ""))
-            if isinstance(lines, list):
-                lines = "-".join(str(x) for x in (lines[0], lines[-1])) if lines else ""
-            evidence.append({"lines": str(lines), "quote": str(item.get("quote", item.get("code", ""))),
-                             "why": str(item.get("why", item.get("reason", "")))})  # fmt: skip
-    classes = record.get("classes") or []
-    if isinstance(classes, str):
-        classes = [c.strip() for c in classes.replace(";", ",").split(",") if c.strip()]
-    answer = {
-        "verdict": verdict, "classes": [str(c) for c in classes], "evidence": evidence,
-        "legit_specializations": list(record.get("legit_specializations") or []),
-        "failing_input": str(record.get("failing_input", "") or ""),
-        "rationale": str(record.get("rationale", "") or ""),
-    }  # fmt: skip
-    if isinstance(record.get("confidence"), int | float):
-        answer["confidence"] = float(record["confidence"])
-    errors = validation_errors(answer, import_schema())
-    if errors:
-        return answer, [], errors
-    verified, dropped = verify_evidence(answer, kernel_source)
-    return verified, dropped, []
 
 
 @transaction.atomic
@@ -390,45 +313,6 @@ def judge_result_import(*, kernel_id: int, source_name: str, record: dict, origi
     kernel_flags_corroborate(kernel_id=kernel.pk)
     flag.refresh_from_db()
     return flag
-
-
-@dataclass
-class ImportReport:
-    """What an import of a hack_flags file did, record by record."""
-
-    created: list[int] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return {"created": self.created, "skipped": self.skipped, "errors": self.errors}
-
-
-def hack_flag_records(data: Any) -> list[dict]:
-    """The records of a hack_flags file: a list, a {"flags": [...]} object, or a mapping key -> record.
-
-    With a mapping, keys like "level_1_problem_19_sample_0" (the KernelBench run file stem) fill in missing
-    level/problem_id/sample fields.
-    """
-    import re
-
-    if isinstance(data, dict) and isinstance(data.get("flags"), list):
-        data = data["flags"]
-    if isinstance(data, list):
-        return [r for r in data if isinstance(r, dict)]
-    records = []
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if not isinstance(value, dict):
-                continue
-            record = dict(value)
-            if m := re.search(r"level_?(\d+)_problem_?(\d+)(?:_sample_?(\d+))?", str(key)):
-                record.setdefault("level", int(m.group(1)))
-                record.setdefault("problem_id", int(m.group(2)))
-                record.setdefault("sample", int(m.group(3) or 0))
-            record.setdefault("key", str(key))
-            records.append(record)
-    return records
 
 
 def hack_flags_import(*, data: Any, llm_name: str, submission_id: int | None = None,
@@ -468,7 +352,3 @@ def hack_flags_import(*, data: Any, llm_name: str, submission_id: int | None = N
             continue
         report.created.append(flag.pk)
     return report
-
-
-def severity_at_least(flag: AuditFlag, severity: str) -> bool:
-    return SEVERITY_RANK.get(flag.severity, 0) >= SEVERITY_RANK[severity]

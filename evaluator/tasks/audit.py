@@ -38,22 +38,6 @@ def judge_kernel(kernel_id: int, judge_name: str | None = None, evaluation_id: i
         kernel_judge(kernel_id=kernel_id, judge_name=name, evaluation_id=evaluation_id, force=force)
 
 
-@shared_task(name="evaluator.audit_kernel_static", acks_late=True, ignore_result=True)
-def audit_kernel_static(kernel_id: int, **kwargs: Any) -> None:
-    """Static audit (own rules + KernelGuard) of one kernel, for callers that prefer a task to the service."""
-    from evaluator.services.audit import kernel_audit_static
-
-    kernel_audit_static(kernel_id=kernel_id)
-
-
-@shared_task(name="evaluator.audit_evaluation_runtime", acks_late=True, ignore_result=True)
-def audit_evaluation_runtime(evaluation_id: int, **kwargs: Any) -> None:
-    """Runtime-signal flags for one stored evaluation (also enqueues judges when the kernel is eligible)."""
-    from evaluator.services.audit import kernel_audit_runtime
-
-    kernel_audit_runtime(evaluation_id=evaluation_id)
-
-
 @shared_task(name="evaluator.audit_kernels_static", acks_late=True, ignore_result=True)
 def audit_kernels_static(kernel_ids: list[int], **kwargs: Any) -> None:
     """Static audit of every kernel of an upload (sent once per submission, after it commits)."""
