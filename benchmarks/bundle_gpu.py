@@ -316,7 +316,7 @@ def main() -> int:
     slots = [threading.Thread(target=run.slot, args=(g,), daemon=True) for g in args.gpus for _ in range(args.slots)]
     for t in slots:
         t.start()
-    built = {}
+    built: dict[Any, Any] = {}
     for item in to_build:  # a repeated kernel is built once
         built.setdefault(item["key"], []).append(item)
     with ThreadPoolExecutor(max_workers=max(1, args.compile_jobs)) as builders:

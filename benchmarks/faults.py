@@ -69,7 +69,8 @@ def bundle(count: int, first_sample: int) -> bytes:
 
 class Redis:
     def __init__(self, folder: Path) -> None:
-        self.port, self.folder, self.proc = free_port(), folder, None
+        self.port, self.folder = free_port(), folder
+        self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
@@ -89,7 +90,7 @@ def facts(stack: Stack, ids: list[int]) -> dict:
     return json.loads(stack.manage("shell", "-c", FACTS.format(ids=ids)).strip().splitlines()[-1])
 
 
-def _row(stack: Stack, pk: int, field: str) -> object:
+def _row(stack: Stack, pk: int, field: str) -> str:
     code = f"from evaluator.models import Evaluation as E; print(repr(E.objects.get(pk={pk}).{field}))"
     return stack.manage("shell", "-c", code).strip().splitlines()[-1]
 

@@ -37,8 +37,8 @@ def demo_bundle() -> bytes:
     return buf.getvalue()
 
 
-def parse_time(value: str | None) -> float | None:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() if value else None
+def parse_time(value: str) -> float:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
 def one_run(workers: int) -> dict:

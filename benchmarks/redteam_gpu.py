@@ -19,6 +19,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO_ROOT), str(REPO_ROOT / "tests" / "redteam")]
@@ -72,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     verdicts = rs.verdict_table(cases, results)
     line = rs.summary_line(verdicts)
-    env = next((r.get("environment") for r in results.values() if r.get("environment", {}).get("device_name")), {})
+    env: dict[str, Any] = next(
+        (r["environment"] for r in results.values() if r.get("environment", {}).get("device_name")), {}
+    )
     (out / "redteam-gpu.json").write_text(json.dumps(results, indent=1, default=str))
     header = [
         f"- command: `python3 benchmarks/redteam_gpu.py --out $OUT --jobs {args.jobs}`",

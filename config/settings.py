@@ -12,6 +12,7 @@ import secrets
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -167,7 +168,7 @@ TEMPLATES = [
 # --- Database -------------------------------------------------------------------------------------------------
 # SQLite by default: WAL so the web process reads while the worker writes, IMMEDIATE transactions and a busy
 # timeout so concurrent writers wait instead of failing with "database is locked".
-DATABASES = {
+DATABASES: dict[str, Any] = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": os.getenv("SQLITE_PATH", str(VAR_DIR / "db.sqlite3")),

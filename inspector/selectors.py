@@ -82,7 +82,8 @@ def _pick_evaluation(evaluations: list[Evaluation], evaluation_id: int | None) -
         raise Http404("No such evaluation for this kernel")
     current = [e for e in evaluations if e.is_current]
     preferred = [e for e in current if e.hardware == settings.EVALUATOR_DEFAULT_HARDWARE]
-    return (preferred or current or evaluations or [None])[0]
+    chosen = preferred or current or evaluations
+    return chosen[0] if chosen else None
 
 
 def _flag_views(flags: list[AuditFlag], source: str) -> list[FlagView]:

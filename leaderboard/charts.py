@@ -114,7 +114,7 @@ def memory_speedup_figure(rows_by_level: Mapping[int, Sequence[LeaderboardRow]])
     return fig
 
 
-def speedup_cdf_figure(speedups_by_llm: Mapping[str, Sequence[float]]) -> go.Figure:
+def speedup_cdf_figure(speedups_by_llm: Mapping[str, Sequence[float | None]]) -> go.Figure:
     """Empirical CDF of the chosen kernels' speedups, one line per LLM (correct problems only). An LLM with fewer
     than two correct problems has no distribution to draw and is left out."""
     series = {name: sorted(v for v in values if v and v > 0) for name, values in speedups_by_llm.items()}
@@ -193,7 +193,9 @@ def heatmap_figure(
     x = [llms[i] for i in llm_ids]
     z, text, links, missing_z, missing_text, missing_hover = [], [], [], [], [], []
     for pk in problem_ids:
-        row_z, row_text, row_links, row_mz, row_mt, row_mh = [], [], [], [], [], []
+        row_z: list[float | None] = []
+        row_mz: list[float | None] = []
+        row_text, row_links, row_mt, row_mh = [], [], [], []
         for llm_id in llm_ids:
             cell = cells.get(pk, {}).get(llm_id)
             if cell and cell.speedup:

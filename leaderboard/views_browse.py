@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -29,7 +31,7 @@ def _text(value: str | None, limit: int = 100) -> str:
 @require_GET
 def problem_list(request: HttpRequest) -> HttpResponse:
     """/problems/?q=&level=&problem_set=&status=active|inactive"""
-    filters = {
+    filters: dict[str, Any] = {
         "q": _text(request.GET.get("q")),
         "level": _int(request.GET.get("level")),
         "problem_set": _text(request.GET.get("problem_set")),

@@ -12,9 +12,9 @@ from django.db import transaction
 
 from catalogue.models import Problem
 from evaluator.models import Baseline
-from evaluator.services.values import finite_number
+from evaluator.values import finite_number
 
-PRECISIONS = {p.value for p in Baseline.Precision}
+PRECISIONS = {p.value for p in Baseline.Precision}  # type: ignore[attr-defined]  # TextChoices: mypy without django-stubs sees a tuple
 
 
 def baseline_fields(stats: Any, *, peak: Any = None, extra: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -51,7 +51,7 @@ def baselines_import(
     Limiting the precisions lets a sweep taken for one column (e.g. torch.compile on a sample) leave the others."""
     report = BaselineImportReport()
     lines = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-    environment = next((row.get("environment", {}) for row in lines if row.get("summary")), {})
+    environment: dict[str, Any] = next((row.get("environment", {}) for row in lines if row.get("summary")), {})
     report.summary = next((row for row in lines if row.get("summary")), None)
     torch_version = environment.get("torch") or "unknown"
     by_sha = {p.sha256: p for p in Problem.objects.filter(problem_set=problem_set)}

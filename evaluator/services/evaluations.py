@@ -8,7 +8,6 @@ with F() expressions in the same transaction as the evaluation they count, and o
 from __future__ import annotations
 
 import logging
-import math
 import re
 import uuid
 from collections.abc import Iterable
@@ -27,7 +26,8 @@ from catalogue.services import submission_count_finished, submission_reopen, sub
 from evaluator.harness.record import Distribution, Record
 from evaluator.models import Baseline, DistributionResult, Evaluation
 from evaluator.services.baselines import baseline_fields
-from evaluator.services.values import finite_number as _number
+from evaluator.values import finite_json as finite
+from evaluator.values import finite_number as _number
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ def harness_arguments(evaluation: Evaluation) -> dict[str, Any]:
 def timeout_record(*, seconds: int) -> dict[str, Any]:
     """The result record for an evaluation stopped by Celery's soft time limit (the harness should stop first)."""
     return Record(
-        status=Evaluation.ResultStatus.TIMEOUT.value,
+        status=Evaluation.ResultStatus.TIMEOUT.value,  # type: ignore[attr-defined]  # TextChoices: mypy without django-stubs sees a tuple
         correct=False,
         standard_correct=False,
         error=f"evaluation exceeded the worker's soft time limit ({seconds} s)",
@@ -192,17 +192,6 @@ def timeout_record(*, seconds: int) -> dict[str, Any]:
 
 
 # --- Finish -----------------------------------------------------------------------------------------------------
-
-
-def finite(value: Any) -> Any:
-    """Replace NaN/Inf anywhere in a JSON-like value with None (PostgreSQL jsonb rejects them)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(v) for v in value]
-    return value
 
 
 def _flag(value: Any) -> bool | None:

@@ -167,10 +167,10 @@ class _LimitedReader(io.RawIOBase):
 def read_tar(data: bytes, collector: Collector, limits: Limits, *, compressed: bool) -> None:
     """Walk a tar or tar.gz archive in stream mode, so decompression is bounded by the budget as it happens."""
     budget = _Budget(limits.max_uncompressed_bytes)
-    inner: IO[bytes] = gzip.GzipFile(fileobj=io.BytesIO(data)) if compressed else io.BytesIO(data)
+    inner: IO[bytes] = gzip.GzipFile(fileobj=io.BytesIO(data)) if compressed else io.BytesIO(data)  # type: ignore[assignment]
     count = 0
     try:
-        with tarfile.open(fileobj=_LimitedReader(inner, budget), mode="r|") as archive:  # type: ignore[call-overload]
+        with tarfile.open(fileobj=_LimitedReader(inner, budget), mode="r|") as archive:
             for member in archive:
                 count += 1
                 collector.count_file(count)

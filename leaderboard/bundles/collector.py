@@ -36,7 +36,8 @@ class Collector:
         if missing:
             self.skip(name, f"{', '.join(missing)} missing or not a non-negative integer", **ids)
             return
-        if ids["level"] < 1 or ids["problem_id"] < 1:
+        ids_ok = {k: v for k, v in ids.items() if v is not None}  # all of them (none missing)
+        if ids_ok["level"] < 1 or ids_ok["problem_id"] < 1:
             self.skip(name, "level and problem_id start at 1", **ids)
             return
         if isinstance(source, bytes):
@@ -50,14 +51,14 @@ class Collector:
         if problem := check_source(source, self.limits):
             self.skip(name, problem, **ids)
             return
-        key = (ids["level"], ids["problem_id"], ids["sample"])
+        key = (ids_ok["level"], ids_ok["problem_id"], ids_ok["sample"])
         if key in self._seen:
             self.skip(name, f"duplicate of {self._seen[key]} (same level, problem and sample)", **ids)
             return
         self._seen[key] = name
-        self.bundle.report.append(FileReport(name=name, status=ACCEPTED, **ids))
+        self.bundle.report.append(FileReport(name=name, status=ACCEPTED, **ids_ok))  # type: ignore[arg-type]
         self.bundle.entries.append(
-            BundleEntry(source=source, origin=name, report_index=len(self.bundle.report) - 1, **ids)
+            BundleEntry(source=source, origin=name, report_index=len(self.bundle.report) - 1, **ids_ok)
         )
 
     def count_file(self, count: int) -> None:

@@ -159,8 +159,10 @@ class CompareRow:
         a_ok, b_ok = bool(self.a and self.a.eligible), bool(self.b and self.b.eligible)
         if a_ok != b_ok:
             return "a" if a_ok else "b"
-        if a_ok and b_ok and self.a.speedup and self.b.speedup and self.a.speedup != self.b.speedup:
-            return "a" if self.a.speedup > self.b.speedup else "b"
+        a_speedup = self.a.speedup if self.a else None
+        b_speedup = self.b.speedup if self.b else None
+        if a_ok and b_ok and a_speedup and b_speedup and a_speedup != b_speedup:
+            return "a" if a_speedup > b_speedup else "b"
         return ""
 
 

@@ -208,7 +208,7 @@ def _baseline_rows(
     for precision, label in BASELINE_ROWS:
         per_problem: dict[int, tuple[float, float | None]] = {}
         for (problem_pk, prec), (median_ms, peak) in latest.items():
-            tf32 = latest.get((problem_pk, Baseline.Precision.TF32))
+            tf32 = latest.get((problem_pk, Baseline.Precision.TF32))  # type: ignore[arg-type]  # TextChoices: mypy without django-stubs sees a tuple
             if prec != precision or tf32 is None:
                 continue
             ratio = tf32[1] / peak if tf32[1] and peak else None
@@ -227,7 +227,7 @@ def _baseline_rows(
                     kind="baseline",
                     name=label,
                     level=level,
-                    baseline=precision,
+                    baseline=precision,  # type: ignore[arg-type]  # TextChoices: mypy without django-stubs sees a tuple
                     attempted=len(values),
                     problems=problems,
                     coverage_pct=pct(len(values), problems),
@@ -290,10 +290,10 @@ def compute_leaderboard(*, hardware: str, problem_set: str) -> LeaderboardData:
             if at_level:
                 rows[level].append(_llm_row(llms[llm_id], llm_id, level, at_level, problem_counts.get(level, 0)))
 
-    for level, baseline_rows in _baseline_rows(
+    for row_level, baseline_rows in _baseline_rows(
         hardware=hardware, problem_set=problem_set, problem_counts=problem_counts
     ).items():
-        rows[level].extend(baseline_rows)
+        rows[row_level].extend(baseline_rows)
     for level_rows in rows.values():
         ranked = sorted((r for r in level_rows if not r.is_baseline), key=_rank_key)
         for i, row in enumerate(ranked, 1):

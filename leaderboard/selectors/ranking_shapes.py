@@ -181,5 +181,5 @@ def sort_rows(rows: list[LeaderboardRow], sort: str | None) -> list[LeaderboardR
     present = [r for r in rows if r.sort_value(key) is not None]
     missing = [r for r in rows if r.sort_value(key) is None]
     # Missing values always go last, whatever the direction; ties keep the verified ranking order.
-    present.sort(key=lambda r: r.sort_value(key), reverse=descending)
+    present.sort(key=lambda r: r.sort_value(key), reverse=descending)  # type: ignore[arg-type,return-value]
     return present + missing

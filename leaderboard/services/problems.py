@@ -106,7 +106,7 @@ def read_problem_files(path: Path) -> tuple[list[ProblemFile], list[tuple[str, s
     files: list[ProblemFile] = []
     bad: list[tuple[str, str]] = []
     for level_dir in level_dirs:
-        level = int(LEVEL_DIR_RE.match(level_dir.name)["level"])
+        level = int(LEVEL_DIR_RE.match(level_dir.name)["level"])  # type: ignore[index]  # listed because it matched
         for file in sorted(level_dir.glob("*.py")):
             label = f"{level_dir.name}/{file.name}"
             m = PROBLEM_FILENAME_RE.match(file.name)
@@ -139,7 +139,7 @@ def _read_jsonl(path: Path) -> tuple[list[ProblemFile], list[tuple[str, str]]]:
                 bad.append((label, f"not a problem record: {exc}"))
                 continue
             filename = row.get("filename") or f"{problem_id}_{row.get('name', 'problem')}.py"
-            name = row.get("name") or PROBLEM_FILENAME_RE.match(filename)["name"]
+            name = row.get("name") or PROBLEM_FILENAME_RE.match(filename)["name"]  # type: ignore[index]
             if row.get("sha256") and row["sha256"] != source_sha256(source):
                 bad.append((f"{label} ({filename})", "sha256 does not match the source"))
                 continue

@@ -105,7 +105,7 @@ def submission_create(
             llm = llm_get_or_create(
                 name=llm_name,
                 organisation=organisation,
-                owner=uploader if acting and uploader.is_authenticated else None,
+                owner=uploader if acting and uploader is not None and uploader.is_authenticated else None,
             )
         except ValueError as exc:
             raise BundleError(str(exc), bundle.report_dicts()) from exc

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from django import template
 from django.urls import NoReverseMatch
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from evaluator.values import finite_number
 from leaderboard.highlight import highlight_python
 
 register = template.Library()
@@ -29,14 +31,14 @@ DISTRIBUTIONS = {
 }
 
 
-def _num(value: object) -> float | None:
+def _num(value: Any) -> float | None:
+    """Template values may be text or Decimal: read them as a float, then the one finiteness rule."""
     if value is None or isinstance(value, bool):
         return None
     try:
-        number = float(value)
+        return finite_number(float(value))
     except (TypeError, ValueError):
         return None
-    return number if math.isfinite(number) else None
 
 
 def significant(number: float, digits: int = 3) -> str:
@@ -159,7 +161,7 @@ def distribution_label(name: str) -> str:
     return f"{name} ({factor})" if factor else name
 
 
-def _attr(obj: object, name: str, default: object = None) -> object:
+def _attr(obj: object, name: str, default: object = None) -> Any:
     return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
 
 
