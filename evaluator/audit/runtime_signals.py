@@ -7,6 +7,7 @@ bound. Findings carry rule ids `runtime:<signal>` and origin "runtime".
 from __future__ import annotations
 
 from evaluator.audit.findings import Finding
+from evaluator.values import finite_number
 
 EXCESSIVE_SPEEDUP = 10.0  # KernelBench's check_for_excessive_speedup threshold
 SOL_AUDIT_FRACTION = 0.8  # reward_hacks.md §5.4: audit anything above ~80% of the speed-of-light bound
@@ -46,24 +47,16 @@ def _signal_for(name: str) -> tuple[str, str, str, tuple[str, ...], str]:
     return lowered or "check", "medium", "suspicious", (), "An anti-cheat check of the harness failed."
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    return None
-
-
 def _speed_of_light_ms(record: dict) -> float | None:
     """The record's lower bound on the kernel time, in ms, if the harness computed one."""
     for key in ("speed_of_light_ms", "sol_ms", "roofline_ms"):
-        if (value := _number(record.get(key))) is not None:
+        if (value := finite_number(record.get(key))) is not None:
             return value
     for key in ("speed_of_light", "roofline"):
         block = record.get(key)
         if isinstance(block, dict):
             for inner in ("bound_ms", "floor_ms", "sol_ms", "ms"):
-                if (value := _number(block.get(inner))) is not None:
+                if (value := finite_number(block.get(inner))) is not None:
                     return value
     return None
 
@@ -74,18 +67,18 @@ def _candidate_ms(record: dict) -> float | None:
         cand = timing.get("candidate")
         if isinstance(cand, dict):
             for key in ("median_ms", "median", "ms"):
-                if (value := _number(cand.get(key))) is not None:
+                if (value := finite_number(cand.get(key))) is not None:
                     return value
-        if (value := _number(timing.get("candidate_ms"))) is not None:
+        if (value := finite_number(timing.get("candidate_ms"))) is not None:
             return value
-    return _number(record.get("candidate_ms"))
+    return finite_number(record.get("candidate_ms"))
 
 
 def runtime_findings(record: dict | None, *, speedup: float | None = None) -> list[Finding]:
     """Findings from one result record. `speedup` overrides the record's value (the stored column)."""
     record = record or {}
     findings: list[Finding] = []
-    speedup = speedup if speedup is not None else _number(record.get("speedup"))
+    speedup = speedup if speedup is not None else finite_number(record.get("speedup"))
     if speedup is not None and speedup > EXCESSIVE_SPEEDUP:
         findings.append(Finding(
             rule="runtime:excessive_speedup", severity="medium", verdict="suspicious", classes=("A9",),
