@@ -40,7 +40,7 @@ class Evaluation(models.Model):
     worker = models.CharField(max_length=255, blank=True)
     task_id = models.CharField(max_length=255, blank=True)
 
-    # The full result record of protocol.md section 8, plus the columns rankings sort and filter on.
+    # The full result record of docs/protocol.md section 8, plus the columns rankings sort and filter on.
     result = models.JSONField(null=True, blank=True)
     result_status = models.CharField(max_length=16, choices=ResultStatus.choices, blank=True, db_index=True)
     correct = models.BooleanField(null=True, db_index=True)

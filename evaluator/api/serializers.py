@@ -51,7 +51,7 @@ class EvaluationSerializer(serializers.ModelSerializer):
 
 class EvaluationDetailSerializer(EvaluationSerializer):
     distributions = DistributionResultSerializer(many=True, read_only=True)
-    result = serializers.JSONField(read_only=True, help_text="The full result record (protocol.md section 8).")
+    result = serializers.JSONField(read_only=True, help_text="The full result record (docs/protocol.md section 8).")
 
     class Meta(EvaluationSerializer.Meta):
         fields = [*EvaluationSerializer.Meta.fields, "distributions", "result"]

@@ -3,5 +3,5 @@
 Everything in this package except `config.py` (which reads Django settings) is plain Python: no Django, no torch,
 so the CLI, the services and the tests can call it directly. `judges.py` needs the `openai` client.
 `python -m evaluator.audit.measure` prints the static layer's precision/recall (benchmarks/results/audit.md).
-Background: /work/shared/docs/reward_hacks.md sections 3-5, protocol.md section 7.
+Background: docs/reward_hacks.md sections 3-5, docs/protocol.md section 7.
 """

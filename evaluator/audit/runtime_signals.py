@@ -1,4 +1,4 @@
-"""Runtime signals -> findings: what the harness measured that points at a reward hack (protocol.md section 8).
+"""Runtime signals -> findings: what the harness measured that points at a reward hack (docs/protocol.md section 8).
 
 Input is the result record: `speedup`, `checks` (list of `{name, passed, detail}`), and optionally a speed-of-light
 bound. Findings carry rule ids `runtime:<signal>` and origin "runtime".

@@ -60,7 +60,7 @@ def _time_adaptive(
 
 
 def _peak_bytes(fn: Any, args: list[Any], device: str) -> int | None:
-    """Peak bytes allocated during one call, above what was already held (protocol.md section 5)."""
+    """Peak bytes allocated during one call, above what was already held (docs/protocol.md section 5)."""
     if not device.startswith("cuda"):
         return None
     sync(device)

@@ -1,4 +1,4 @@
-"""The correctness gate of an evaluation (protocol.md sections 2 and 3): the standard protocol's trials, parameters
+"""The correctness gate of an evaluation (docs/protocol.md sections 2 and 3): the standard protocol's trials, parameters
 randomised, the verified gate's four distributions D1-D4, one mixed-sign trial and the determinism pair.
 
 Every trial draws a secret seed here; each worker regenerates that trial's inputs from it, the reference keeps its

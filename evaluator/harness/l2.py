@@ -1,4 +1,4 @@
-"""The L2 flush before every timed call (protocol.md section 4), and the no-flush of KernelBench's own loop.
+"""The L2 flush before every timed call (docs/protocol.md section 4), and the no-flush of KernelBench's own loop.
 torch only; runs in both workers and the baseline sweep.
 """
 

@@ -1,4 +1,4 @@
-"""The timing part of the result record (protocol.md section 8): per-side summaries, the speedups and their
+"""The timing part of the result record (docs/protocol.md section 8): per-side summaries, the speedups and their
 bootstrap interval, and the checks that decide whether the timed figures can be trusted (fresh-input replay,
 wall-clock cross-check, forged clock, plausibility).
 

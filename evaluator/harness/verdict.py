@@ -1,4 +1,4 @@
-"""The checks and the verdict of an evaluation (the record: protocol.md section 8): the kernel's integrity report
+"""The checks and the verdict of an evaluation (the record: docs/protocol.md section 8): the kernel's integrity report
 read at each phase's end, whether it is worth timing, the runtime signals turned into checks, the status, and the
 record's environment section.
 

@@ -16,7 +16,7 @@ def kernel_flags(*, kernel_id: int) -> QuerySet[AuditFlag]:
 
 
 def judge_eligible(evaluation: Evaluation) -> bool:
-    """protocol.md §7: every correct kernel whose verified speedup exceeds 1 gets the judge audit."""
+    """docs/protocol.md §7: every correct kernel whose verified speedup exceeds 1 gets the judge audit."""
     return (
         evaluation.status == Evaluation.Status.DONE
         and evaluation.is_current

@@ -1,4 +1,4 @@
-"""The single eligibility rule of protocol.md section 7. Every ranking, chart and export goes through here
+"""The single eligibility rule of docs/protocol.md section 7. Every ranking, chart and export goes through here
 (leaderboard.selectors.ranking and .submissions, the audit queue)."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Hooks for the pipeline:
 - at upload: `kernels_audit_static(kernel_ids=[...])` (the task audit_kernels_static, after the upload commits);
 - after a result is stored: `kernel_audit_runtime(evaluation_id=...)`, which also enqueues the LLM judges when the
-  kernel is correct with a verified speedup > 1 (protocol.md section 7);
+  kernel is correct with a verified speedup > 1 (docs/protocol.md section 7);
 - on demand (staff, the API and the inspector's button alike): `kernel_audit_request(kernel_id=...)`.
 
 Review states (AuditFlag.Review): a flag starts `suspected`; it becomes `corroborated` when an independent source
@@ -44,7 +44,7 @@ from evaluator.services.results import results_changed
 log = logging.getLogger(__name__)
 
 REVIEWED = {AuditFlag.Review.CONFIRMED, AuditFlag.Review.DISMISSED, AuditFlag.Review.LEGITIMATE}
-# Sources whose agreement corroborates a flag (protocol.md §7: "a second judge or a runtime signal").
+# Sources whose agreement corroborates a flag (docs/protocol.md §7: "a second judge or a runtime signal").
 CORROBORATING_SOURCES = {AuditFlag.Source.JUDGE, AuditFlag.Source.IMPORT, AuditFlag.Source.RUNTIME}
 
 

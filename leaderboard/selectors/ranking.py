@@ -1,4 +1,4 @@
-"""Leaderboard rows and metrics (protocol.md section 6): the cached board, its choices and its rows.
+"""Leaderboard rows and metrics (docs/protocol.md section 6): the cached board, its choices and its rows.
 
 Ranking policy (said on the page, RANKING_RULE): LLMs are ranked by fast_1 over the whole problem set, as
 KernelBench reports it: the share of the set's active problems for which the LLM has a correct kernel faster than

@@ -1,4 +1,4 @@
-"""The board computed from the database, without the cache (protocol.md section 6; the rule is in ranking.py).
+"""The board computed from the database, without the cache (docs/protocol.md section 6; the rule is in ranking.py).
 
 Four queries: every finished current evaluation on an active problem as one `Sample` each, the baselines, the set's
 active problems, the inactive ones. Repeated runs of one kernel source combine into one sample first."""

@@ -23,7 +23,7 @@ PROBLEM_FILENAME_RE = re.compile(r"^(?P<id>\d+)_(?P<name>.+)\.py$")
 LEVEL_DIR_RE = re.compile(r"^level(?P<level>\d+)$")
 
 # Problems whose reference output is the same constant for every input under default initialisation
-# (protocol.md section 1). Matched on (level, id) *and* name, because other problem-set versions reuse the ids.
+# (docs/protocol.md section 1). Matched on (level, id) *and* name, because other problem-set versions reuse the ids.
 KNOWN_DEGENERATE = {
     (2, 23, "Conv3d_GroupNorm_Mean"): "Reference output is constant (about 1e-9) for every input (Sakana case).",
     (2, 80, "Gemm_Max_Subtract_GELU"): "Reference output is always zero: max(dim=1) minus its own mean is 0.",

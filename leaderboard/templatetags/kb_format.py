@@ -22,7 +22,7 @@ register = template.Library()
 DASH = "\u2014"
 TIMES = "\u00d7"
 NOISY_SPAN = 2.0  # hi / lo of the 95 % interval above which a speedup is marked noisy
-# protocol.md section 2: the four input distributions (factor applied to every floating-point input).
+# docs/protocol.md section 2: the four input distributions (factor applied to every floating-point input).
 DISTRIBUTIONS = {
     "D1": ("\u00d71", "inputs as the problem generates them"),
     "D2": ("\u00d73", "inputs scaled by 3: overflow, precision"),

@@ -1,4 +1,4 @@
-"""The leaderboard metrics of protocol.md section 6, computed on small boards whose answers are known by hand."""
+"""The leaderboard metrics of docs/protocol.md section 6, computed on small boards whose answers are known by hand."""
 
 from __future__ import annotations
 

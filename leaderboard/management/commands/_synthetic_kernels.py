@@ -1,5 +1,5 @@
 """Source templates for seed_demo_results: a plausible load_inline kernel, and three reward hacks (catalogue ids
-from shared/docs/reward_hacks.md) whose lines the synthetic audit flags point at. Not a command (leading underscore).
+from docs/reward_hacks.md) whose lines the synthetic audit flags point at. Not a command (leading underscore).
 """
 
 from __future__ import annotations
