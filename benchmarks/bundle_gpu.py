@@ -31,6 +31,7 @@ import queue
 import shutil
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -286,9 +287,9 @@ def main() -> int:
     parser.add_argument("--deadline", type=float, default=1e9, help="start no evaluation after this many seconds")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--timing-budget", type=float, default=10.0)
-    parser.add_argument("--work-root", type=Path, default=Path("/tmp/kbv-bundle-work"))
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/kbv-compile-cache"))
-    parser.add_argument("--locks", type=Path, default=Path("/tmp/kbv-gpu-locks"))
+    parser.add_argument("--work-root", type=Path, default=Path(tempfile.gettempdir()) / "kbv-bundle-work")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "kbv-compile-cache")
+    parser.add_argument("--locks", type=Path, default=Path(tempfile.gettempdir()) / "kbv-gpu-locks")
     args = parser.parse_args()
     args.state = args.state or args.out
     for folder in (args.out, args.state):

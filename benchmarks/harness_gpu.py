@@ -14,6 +14,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -86,9 +87,10 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=580)
     parser.add_argument("--timing-budget", type=float, default=20.0)
-    shm = "/dev/shm/kbv-work" if os.path.isdir("/dev/shm") else "/tmp/kbv-work"  # tensors cross processes as files
+    # Tensors cross processes as files: memory-backed /dev/shm where there is one.
+    shm = "/dev/shm/kbv-work" if os.path.isdir("/dev/shm") else str(Path(tempfile.gettempdir()) / "kbv-work")
     parser.add_argument("--work-root", type=Path, default=Path(shm))
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/kbv-compile-cache"))
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "kbv-compile-cache")
     parser.add_argument("--no-precompile", action="store_true")
     parser.add_argument("--quick-cases", nargs="*", default=[], help="cases run with quick counts (device budget)")
     args = parser.parse_args()

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.gettempdir()) / "redteam-gpu-work"  # not under --out: only the reports come back
-    cache = Path(os.environ.get("REDTEAM_COMPILE_CACHE", "/tmp/redteam-compile-cache"))
+    cache = Path(os.environ.get("REDTEAM_COMPILE_CACHE", str(Path(tempfile.gettempdir()) / "redteam-compile-cache")))
     wanted = args.only.split(",")
     cases = [c for c in rs.load_cases(("gpu",)) if any(w in c.id for w in wanted)]
     cases.sort(key=lambda c: (not c.is_legit, c.id))  # controls first

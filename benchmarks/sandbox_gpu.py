@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -55,7 +56,7 @@ def evaluate(name: str, problem: str, kernel: str, mode: str, work: Path, **opti
         device="cuda",
         timeout=300,
         work_root=work,
-        compile_cache_dir=Path("/tmp/kbv-sandbox-cache"),
+        compile_cache_dir=Path(tempfile.gettempdir()) / "kbv-sandbox-cache",
         options={"hardware": "h200", "timing_budget_s": 10.0, **options},
     )
     env = record.get("environment", {})
@@ -79,7 +80,7 @@ def evaluate(name: str, problem: str, kernel: str, mode: str, work: Path, **opti
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/kbv-sandbox-work"))
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "kbv-sandbox-work")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
