@@ -65,9 +65,12 @@ def _compute_choices() -> BoardChoices:
     default_hw = settings.EVALUATOR_DEFAULT_HARDWARE
     if default_hw not in hardware and hardware:
         default_hw = hardware[0]
+    # The default set among those the default hardware has results for: a CPU demo beside loaded GPU results
+    # (load_gpu_results, kernelbench-main on h200) opens on the demo, not on an empty (cpu, kernelbench-main) board.
+    sets_here = sorted({s for h, s in pairs if h == default_hw}) or problem_sets
     default_set = settings.PROBLEM_SET_DEFAULT
-    if default_set not in problem_sets and problem_sets:
-        default_set = problem_sets[0]
+    if default_set not in sets_here and sets_here:
+        default_set = sets_here[0]
     return BoardChoices(hardware, problem_sets, default_hw, default_set)
 
 
