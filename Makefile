@@ -7,6 +7,8 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PG_URL ?= postgresql://postgres@127.0.0.1:5432/test
 REDIS_URL_TEST ?= redis://127.0.0.1:6379/15
+# Real GPU verdicts shown beside the CPU demo when the file exists (scripts/gpu_e2e.sh exports it; README).
+GPU_RESULTS ?= leaderboard/fixtures/h200_e2e.json
 
 .PHONY: install run web worker migrate demo lint format check test test-sqlite test-postgres services chromium ci reap bench clean
 
@@ -42,6 +44,25 @@ demo: migrate
 		for sweep in baselines-h200-compile-sample baselines-h200-compile-rest; do \
 			DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py import_baselines \
 				benchmarks/results/$$sweep.jsonl --hardware h200 --precisions compile 2>/dev/null || exit 1; done; fi
+	@if [ -f "$(GPU_RESULTS)" ]; then \
+		DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py load_gpu_results "$(GPU_RESULTS)"; fi
+
+# Wheels for a GPU machine without network (scripts/gpu_e2e.sh installs from them): requirements.txt minus torch,
+# for that machine's Python (3.12, manylinux x86_64), binary only. The folder travels with the tree: keep it small.
+WHEELS_PY ?= 3.12
+wheels:
+	grep -v -i '^torch' requirements.txt > $(VENV)/requirements-wheels.txt
+	$(BIN)/pip download -q -d wheels -r $(VENV)/requirements-wheels.txt --only-binary=:all: --python-version $(WHEELS_PY) \
+		--implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+		--platform manylinux2014_x86_64 --platform manylinux1_x86_64
+	@size=$$(du -sm wheels | cut -f1); echo "wheels/: $$(ls wheels | wc -l) files, $$size MiB"; \
+		if [ $$size -gt 55 ]; then echo "wheels/ is over 55 MiB" >&2; exit 1; fi
+
+# The product end to end on this machine (issue 20): OUT=folder for the record and the results fixture.
+gpu-e2e:
+	bash scripts/gpu_e2e.sh $${OUT:-var/gpu-e2e} $(GPU_E2E_ARGS)
+
+.PHONY: wheels gpu-e2e
 
 # Web server and one CPU worker on the embedded defaults (SQLite + filesystem broker under var/).
 run: demo
