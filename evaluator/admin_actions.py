@@ -6,7 +6,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from evaluator.services.evaluations import evaluation_rerun, submission_rerun
+from evaluator.services.reruns import evaluation_rerun, submission_rerun
 
 
 @admin.action(description="Re-run the selected evaluations (new current rows; old ones kept)")

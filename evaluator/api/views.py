@@ -25,7 +25,7 @@ from evaluator.audit.config import judge_status
 from evaluator.models import AuditFlag, Evaluation
 from evaluator.selectors.audit import kernel_flags
 from evaluator.services import audit as svc
-from evaluator.services.evaluations import evaluation_rerun
+from evaluator.services.reruns import evaluation_rerun
 
 
 class EvaluationViewSet(viewsets.ReadOnlyModelViewSet):

@@ -117,7 +117,7 @@ def _audit_runtime(evaluation_id: int) -> None:
 @shared_task(name="evaluator.reap_evaluations", ignore_result=True)
 def reap_evaluations() -> dict[str, list[int]]:
     """Requeue or fail evaluations whose worker died (schedule it with celery beat, or run the command)."""
-    from evaluator.services.evaluations import evaluations_reap
+    from evaluator.services.reaping import evaluations_reap
 
     result = evaluations_reap()
     return {"requeued": result.requeued, "failed": result.failed, "resent": result.resent}

@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from catalogue.models import LLM, Kernel, Problem, Submission
-from evaluator.services.evaluations import submission_rerun
+from evaluator.services.reruns import submission_rerun
 from leaderboard.api import filters, serializers
 from leaderboard.api.parsers import UntrustedJSONParser
 from leaderboard.api.throttles import SubmissionRateThrottle

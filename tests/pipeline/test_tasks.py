@@ -12,6 +12,7 @@ from django.utils import timezone
 from catalogue.models import Submission
 from evaluator.models import Baseline, DistributionResult, Evaluation
 from evaluator.services import evaluations as svc
+from evaluator.services import reaping, reruns
 from evaluator.tasks.evaluation import evaluate_kernel
 from leaderboard.services.submissions import submission_create
 from tests.pipeline.helpers import DEMO_SET, demo_kernel, kernel_name, make_zip, record
@@ -156,7 +157,7 @@ def test_a_stale_attempt_cannot_overwrite_a_newer_one(demo_problems, sent):
     (ev,) = evals(submit((1, 1, 0)))
     first = svc.evaluation_claim(evaluation_id=ev.pk, worker="w1")
     Evaluation.objects.filter(pk=ev.pk).update(started_at=timezone.now() - timedelta(days=1))
-    assert svc.evaluations_reap().requeued == [ev.pk]
+    assert reaping.evaluations_reap().requeued == [ev.pk]
     second = svc.evaluation_claim(evaluation_id=ev.pk, worker="w2")
     assert second.attempts == 2
     assert svc.evaluation_finish(evaluation=first, record=record(speedup=9.0)) is False
@@ -181,7 +182,7 @@ def test_reaper_requeues_then_gives_up(demo_problems, settings, sent, django_cap
     assert sent.calls[-1]["args"] == [old.pk] and sent.calls[-1]["task_id"] == old.task_id
     svc.evaluation_claim(evaluation_id=old.pk, worker="dead-again")
     Evaluation.objects.filter(pk=old.pk).update(started_at=long_ago)
-    result = svc.evaluations_reap()
+    result = reaping.evaluations_reap()
     old.refresh_from_db()
     assert (result.requeued, result.failed) == ([], [old.pk])
     assert old.status == "failed" and "gave up" in old.error
@@ -194,7 +195,7 @@ def test_rerun_of_a_finished_evaluation(demo_problems, stand_in, sent, django_ca
     stand_in.script = [record(), record(speedup=3.0)]
     run(old.pk)
     with django_capture_on_commit_callbacks(execute=True):
-        new = svc.evaluation_rerun(evaluation_id=old.pk)
+        new = reruns.evaluation_rerun(evaluation_id=old.pk)
     old.refresh_from_db(), submission.refresh_from_db()
     assert not old.is_current and old.status == "done" and new.is_current and new.status == "queued"
     assert (submission.status, submission.evaluated_count, submission.correct_count) == ("running", 0, 0)
@@ -209,8 +210,8 @@ def test_rerun_while_queued_or_running_counts_only_the_new_row(demo_problems, st
     submission = submit((1, 1, 0), (1, 2, 0))
     queued, running = evals(submission)
     claimed = svc.evaluation_claim(evaluation_id=running.pk)
-    new_q = svc.evaluation_rerun(evaluation_id=queued.pk)
-    new_r = svc.evaluation_rerun(evaluation_id=running.pk)
+    new_q = reruns.evaluation_rerun(evaluation_id=queued.pk)
+    new_r = reruns.evaluation_rerun(evaluation_id=running.pk)
     queued.refresh_from_db()
     assert queued.status == "failed" and queued.error == "superseded by a re-run"
     run(queued.pk)  # its old message arrives: not claimable any more
@@ -230,7 +231,7 @@ def test_submission_rerun_requeues_every_kernel(demo_problems, stand_in, sent):
     stand_in.script = [record(), record(correct=False)]
     for ev in evals(submission):
         run(ev.pk)
-    news = svc.submission_rerun(submission_id=submission.pk)
+    news = reruns.submission_rerun(submission_id=submission.pk)
     submission.refresh_from_db()
     assert len(news) == 2 and {e.status for e in news} == {"queued"}
     assert (submission.status, submission.evaluated_count, submission.correct_count) == ("running", 0, 0)
@@ -247,7 +248,7 @@ def svc_infra(message: str) -> Exception:
 def test_reaper_with_zero_staleness_takes_every_running_row(demo_problems, sent):
     (ev,) = evals(submit((1, 1, 0)))
     svc.evaluation_claim(evaluation_id=ev.pk)
-    assert svc.evaluations_reap(stale_after=timedelta(0)).requeued == [ev.pk]
+    assert reaping.evaluations_reap(stale_after=timedelta(0)).requeued == [ev.pk]
 
 
 def test_the_prestart_setting_reaches_the_runner(demo_problems, stand_in, sent, settings):
@@ -269,7 +270,7 @@ def test_the_reaper_requeues_a_running_row_whose_heartbeat_stopped(demo_problems
         svc.evaluation_claim(evaluation_id=ev.pk, worker="w")
     # Started a minute ago (far below the hard time limit), but its worker stopped beating 61 s ago.
     Evaluation.objects.filter(pk=dead.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=61))
-    assert svc.evaluations_reap().requeued == [dead.pk]
+    assert reaping.evaluations_reap().requeued == [dead.pk]
     alive.refresh_from_db(), dead.refresh_from_db()
     assert alive.status == "running" and (dead.status, dead.heartbeat_at, dead.enqueued_at) == ("queued", None, None)
 
@@ -280,7 +281,7 @@ def test_a_heartbeat_only_counts_for_the_attempt_that_owns_the_row(demo_problems
     Evaluation.objects.filter(pk=ev.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
     assert svc.evaluation_heartbeat(evaluation=first) is True
     assert Evaluation.objects.get(pk=ev.pk).heartbeat_at > timezone.now() - timedelta(seconds=5)
-    svc.evaluations_reap(stale_after=timedelta(0))
+    reaping.evaluations_reap(stale_after=timedelta(0))
     assert svc.evaluation_heartbeat(evaluation=first) is False  # reaped: the old attempt's thread stops
 
 
@@ -305,12 +306,12 @@ def test_the_reaper_sends_queued_rows_that_never_reached_the_broker(
     Evaluation.objects.filter(pk=unsent.pk).update(enqueued_at=None, queued_at=timezone.now() - timedelta(minutes=2))
     calls = len(sent.calls)
     with django_capture_on_commit_callbacks(execute=True):
-        result = svc.evaluations_reap()
+        result = reaping.evaluations_reap()
     assert result.resent == [unsent.pk] and [c["args"] for c in sent.calls[calls:]] == [[unsent.pk]]
     assert sent.audits[-1] == [[unsent.kernel_id]]  # its static audit was lost with it
     assert Evaluation.objects.get(pk=unsent.pk).enqueued_at is not None
     with django_capture_on_commit_callbacks(execute=True):
-        assert svc.evaluations_reap().resent == []  # sent now: not again until EVALUATOR_QUEUED_STALE
+        assert reaping.evaluations_reap().resent == []  # sent now: not again until EVALUATOR_QUEUED_STALE
 
 
 @pytest.fixture
@@ -338,12 +339,12 @@ def test_an_upload_while_the_broker_is_down_is_stored_and_sent_later(demo_proble
     assert [(ev.status, ev.enqueued_at) for ev in rows] == [("queued", None)] * 2
     old = timezone.now() - timedelta(minutes=2)
     Evaluation.objects.filter(kernel__submission=submission).update(queued_at=old)
-    assert svc.evaluations_reap().resent == []  # still down: the rows wait for the next run
+    assert reaping.evaluations_reap().resent == []  # still down: the rows wait for the next run
     # The broker is back.
     from evaluator.tasks.audit import audit_kernels_static
 
     published: list[int] = []
     monkeypatch.setattr(evaluate_kernel, "apply_async", lambda **kw: published.append(kw["args"][0]))
     monkeypatch.setattr(audit_kernels_static, "apply_async", lambda *a, **kw: None)
-    assert svc.evaluations_reap().resent == [ev.pk for ev in rows] == published
+    assert reaping.evaluations_reap().resent == [ev.pk for ev in rows] == published
     assert all(ev.enqueued_at for ev in evals(submission))

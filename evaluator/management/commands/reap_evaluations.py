@@ -7,7 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from evaluator.services.evaluations import evaluations_reap, time_limits
+from evaluator.services.evaluations import time_limits
+from evaluator.services.reaping import evaluations_reap
 
 
 class Command(BaseCommand):
