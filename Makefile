@@ -10,7 +10,7 @@ REDIS_URL_TEST ?= redis://127.0.0.1:6379/15
 # Real GPU verdicts shown beside the CPU demo when the file exists (scripts/gpu_e2e.sh exports it; README).
 GPU_RESULTS ?= leaderboard/fixtures/h200_e2e.json
 
-.PHONY: install run web worker migrate demo lint format check test test-sqlite test-postgres services chromium ci reap bench clean
+.PHONY: install run web worker migrate demo lint format check test test-fast test-sqlite test-postgres services chromium ci reap bench clean
 
 $(BIN)/activate: requirements.txt requirements-dev.txt requirements-gpu.txt
 	$(PY) -m venv $(VENV)
@@ -80,6 +80,7 @@ reap: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy  # non-strict; files and settings in pyproject.toml
 
 format: install
 	$(BIN)/ruff check --fix .
@@ -102,6 +103,10 @@ test: install services chromium lint check test-sqlite test-postgres
 
 test-sqlite: install
 	$(BIN)/pytest -q
+
+# The inner loop (about a minute or two): no real harness processes, workers, servers or browser. `make test` before pushing.
+test-fast: install
+	$(BIN)/pytest -q -m "not slow and not browser and not services"
 
 test-postgres: install
 	DATABASE_URL=$(PG_URL) $(BIN)/pytest -q -m "not browser and not slow" \

@@ -90,7 +90,7 @@ def normalise_judge_answer(record: dict, kernel_source: str) -> tuple[dict, list
     classes = record.get("classes") or []
     if isinstance(classes, str):
         classes = [c.strip() for c in classes.replace(";", ",").split(",") if c.strip()]
-    answer = {
+    answer: dict[str, Any] = {
         "verdict": verdict, "classes": [str(c) for c in classes], "evidence": evidence,
         "legit_specializations": list(record.get("legit_specializations") or []),
         "failing_input": str(record.get("failing_input", "") or ""),

@@ -89,7 +89,9 @@ def validate(desc: dict[str, Any]) -> tuple[torch.dtype, list[int], list[int], l
     shape, stride = _ints(desc.get("shape"), "shape"), _ints(desc.get("stride"), "stride")
     if len(shape) != len(stride):
         raise ValueError("shape and stride differ in length")
-    numbers = [desc.get(k) for k in ("device", "storage_bytes", "storage_offset_bytes", "ref_counter_offset", "offset")]
+    numbers: list[Any] = [
+        desc.get(k) for k in ("device", "storage_bytes", "storage_offset_bytes", "ref_counter_offset", "offset")
+    ]
     if not all(type(n) is int and n >= 0 for n in numbers):
         raise ValueError("bad sizes in the output descriptor")
     for key in ("handle", "ref_counter"):

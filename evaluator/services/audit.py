@@ -86,7 +86,10 @@ def kernel_audit_static(*, kernel_id: int) -> list[AuditFlag]:
     with transaction.atomic():
         kernel = Kernel.objects.select_for_update().get(pk=kernel_id)
         flags = _replace_flags(
-            kernel=kernel, source=AuditFlag.Source.RULE, findings=findings, raw_extra={"kernel_sha256": kernel.sha256}
+            kernel=kernel,
+            source=AuditFlag.Source.RULE,  # type: ignore[arg-type]  # TextChoices (no django-stubs)
+            findings=findings,
+            raw_extra={"kernel_sha256": kernel.sha256},
         )
         if kernel_flags_corroborate(kernel_id=kernel_id):
             for flag in flags:
@@ -147,7 +150,7 @@ def kernel_audit_runtime(*, evaluation_id: int, enqueue_judges: bool = True) -> 
     findings = runtime_findings(record, speedup=evaluation.speedup)
     flags = _replace_flags(
         kernel=evaluation.kernel,
-        source=AuditFlag.Source.RUNTIME,
+        source=AuditFlag.Source.RUNTIME,  # type: ignore[arg-type]  # TextChoices (no django-stubs)
         findings=findings,
         scope=Q(raw__hardware=evaluation.hardware),
         raw_extra={"evaluation_id": evaluation.pk, "hardware": evaluation.hardware},
@@ -278,7 +281,7 @@ def kernel_judge(*, kernel_id: int, judge_name: str, evaluation_id: int | None =
                 severity=AuditFlag.Severity.INFO, rationale=f"audit_error: {outcome.error}", raw=raw,
             )  # fmt: skip
             return flag
-        flag = _judge_flag(kernel=kernel, source=AuditFlag.Source.JUDGE, source_name=judge_name,
+        flag = _judge_flag(kernel=kernel, source=AuditFlag.Source.JUDGE, source_name=judge_name,  # type: ignore[arg-type]
                            answer=outcome.answer, raw=raw)  # fmt: skip
         kernel_flags_corroborate(kernel_id=kernel.pk)
     flag.refresh_from_db()
@@ -309,7 +312,7 @@ def judge_result_import(*, kernel_id: int, source_name: str, record: dict, origi
     existing.exclude(review_state__in=REVIEWED).delete()
     raw = {"status": "ok", "record": record, "dropped_evidence": dropped, "origin": origin,
            "kernel_sha256": kernel.sha256}  # fmt: skip
-    flag = _judge_flag(kernel=kernel, source=AuditFlag.Source.IMPORT, source_name=source_name, answer=answer, raw=raw)
+    flag = _judge_flag(kernel=kernel, source=AuditFlag.Source.IMPORT, source_name=source_name, answer=answer, raw=raw)  # type: ignore[arg-type]  # TextChoices (no django-stubs)
     kernel_flags_corroborate(kernel_id=kernel.pk)
     flag.refresh_from_db()
     return flag
