@@ -379,8 +379,8 @@ def collect(dep: Deployment, submission_id: int, kinds: dict[tuple[int, int, int
 
 
 def median(values: list[float | None]) -> float | None:
-    values = [v for v in values if v is not None]
-    return round(statistics.median(values), 3) if values else None
+    known = [v for v in values if v is not None]
+    return round(statistics.median(known), 3) if known else None
 
 
 def benchmark_comparison(keys: set[str]) -> dict[str, Any]:
@@ -599,7 +599,8 @@ def main(argv: list[str] | None = None) -> int:
         board = dep.get(f"/api/leaderboard/?hardware={hardware}&problem_set={problem_set}")
         rows = got["kernels"]
         created = parse_time(got["submission"].get("created_at")) or upload_wall
-        last = max((parse_time(r["finished_at"]) for r in rows if r["finished_at"]), default=None)
+        finished = [t for r in rows if r["finished_at"] and (t := parse_time(r["finished_at"])) is not None]
+        last = max(finished, default=None)
         fixture_name = args.fixture_name or f"{hardware}_e2e.json"
         exported = json.loads(
             dep.manage("shell", "-c", EXPORT.format(submission=submission_id, label=label,
