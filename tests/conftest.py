@@ -36,6 +36,18 @@ def processes_in(folder: Path) -> list[int]:
 
 _OWN_BASETEMP = pytest.StashKey[str]()
 
+# Fixtures that start the real harness (runner -> orchestrator -> worker processes, seconds to minutes each): every
+# test using one is `slow`, so `pytest -m "not slow"` (make test-fast) stays a quick inner loop. Tests that start it
+# some other way (run_evaluation, the CLI, a real worker stack) carry the mark where they are defined.
+REAL_HARNESS_FIXTURES = frozenset({"evaluate", "redteam_results"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if REAL_HARNESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:

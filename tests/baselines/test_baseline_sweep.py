@@ -43,6 +43,7 @@ def run_sweep(tmp_path: Path) -> Path:
     return out
 
 
+@pytest.mark.slow  # runs the baseline harness on every demo problem
 @pytest.mark.django_db
 def test_sweep_measures_every_problem_and_import_stores_both_precisions(tmp_path):
     sweep = run_sweep(tmp_path)
@@ -98,6 +99,7 @@ def test_committed_h200_sweeps_cover_all_250_problems_and_torch_compile_on_248(p
     assert dict(Baseline.objects.filter(pk__in=before).values_list("pk", "median_ms")) == before
 
 
+@pytest.mark.slow  # runs the baseline harness on every demo problem
 def test_sharded_sweep_merges_every_problem_once_with_one_summary(tmp_path):
     """`--shards 2`: two sweep processes share the device (timing through the GPU lock); one sorted file comes out."""
     out = tmp_path / "sharded.jsonl"

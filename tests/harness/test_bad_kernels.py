@@ -98,6 +98,7 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow  # starts the real harness
 def test_forged_json_on_stdout_is_ignored(tmp_path):
     done = subprocess.run(
         [

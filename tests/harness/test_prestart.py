@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from evaluator import runner
 from evaluator.runner import discard_standby, run_evaluation
 from tests.conftest import processes_in
 
 from .conftest import source
+
+pytestmark = pytest.mark.slow  # every test starts real harnesses
 
 
 def _evaluate(tmp_path, problem: str, kernel: str, **options):

@@ -153,6 +153,7 @@ class ModelNew(nn.Module):
 
 
 @needs_drop
+@pytest.mark.slow  # starts the real harness
 def test_kernel_cannot_write_outside_its_own_dir(tmp_path):
     cache = tmp_path / "cache"
     scratch = tmp_path / "scratch"  # a directory of the evaluator's user that the kernel can reach

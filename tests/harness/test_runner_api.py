@@ -20,6 +20,7 @@ from .conftest import KERNELS, PROBLEMS, source
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # starts the real harness
 def test_broken_problem_is_an_infrastructure_error(tmp_path):
     with pytest.raises(InfraError, match="Model"):
         run_evaluation(
@@ -37,6 +38,7 @@ def test_unknown_option_is_refused_before_spawning(tmp_path):
         run_evaluation(problem_source="", kernel_source="", work_root=tmp_path, options={"quik": True})
 
 
+@pytest.mark.slow  # starts the real harness
 def test_cli_human_summary(tmp_path):
     done = subprocess.run(
         [
@@ -59,6 +61,7 @@ def test_cli_human_summary(tmp_path):
     assert "speedup vs TF32 baseline" in done.stdout
 
 
+@pytest.mark.slow  # starts the real harness
 def test_management_command_prints_one_json_record(settings, tmp_path):
     settings.EVALUATOR_WORK_DIR = tmp_path / "work"
     settings.EVALUATOR_COMPILE_CACHE_DIR = tmp_path / "cache"

@@ -111,6 +111,7 @@ def test_judge_rule() -> None:
     assert line == "caught 1 of 1, legitimate 1 of 1"
 
 
+@pytest.mark.slow  # starts the real harness
 def test_degenerate_problem_is_reported_constant(tmp_path) -> None:  # noqa: ANN001 - pytest fixture
     """B3 on a truly degenerate problem (L2-80 pattern): zeros are *correct*; the evaluator must say the reference is
     constant, which is what takes the problem out of the rankings."""
