@@ -12,7 +12,15 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
-SCRUBBED = {"DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL", "CACHE_URL", "SECRET_KEY", "DJANGO_DEBUG"}
+SCRUBBED = {
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "REDIS_URL",
+    "CACHE_URL",
+    "SECRET_KEY",
+    "DJANGO_DEBUG",
+    "DJANGO_ALLOW_ASYNC_UNSAFE",  # set for the whole session by the browser tests' conftest, never in deployment
+}
 
 
 def deploy_check(tmp_path, **env: str) -> subprocess.CompletedProcess:
