@@ -15,6 +15,7 @@ from django.urls import NoReverseMatch
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from evaluator.harness.record import Record
 from evaluator.values import finite_number
 from leaderboard.highlight import highlight_python
 
@@ -147,12 +148,9 @@ def failed_distributions(evaluation: object) -> list[str]:
     if rows is not None:
         return sorted(rows)
     result = _attr(evaluation, "result")
-    items = result.get("distributions") if isinstance(result, dict) else None
-    return sorted(
-        str(d.get("name"))
-        for d in items or []
-        if isinstance(d, dict) and d.get("passed") is False and not d.get("skipped")
-    )
+    if not isinstance(result, dict):
+        return []
+    return sorted(d.name for d in Record.from_stored(result).distributions if d.passed is False and not d.skipped)
 
 
 def distribution_label(name: str) -> str:
