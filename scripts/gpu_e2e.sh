@@ -16,4 +16,7 @@ if [ -z "${KBV_BWRAP:-}" ] && ! command -v bwrap >/dev/null 2>&1 && compgen -G "
     chmod -R o+rX "$BW"  # the evaluation's own unprivileged user runs it
 fi
 export PYTHONUNBUFFERED=1
+# Each kernel runs as a uid of its own: it must reach the interpreter and evaluator/harness (o+x on the way, as
+# `make install` does; never r or w).
+"${PYTHON:-python3}" -m evaluator.harness.privileges --open || true
 exec "${PYTHON:-python3}" scripts/gpu_e2e.py "$@"
