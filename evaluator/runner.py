@@ -1,7 +1,8 @@
 """The Django side of the harness boundary: a private work directory, a scrubbed environment, a spawn of
 `python -m evaluator.harness` in its own session, a hard timeout, and the result record read from a pipe.
 
-Imports only the stdlib and `evaluator.harness.protocol` (no Django, no torch), so Celery workers stay CUDA-free.
+Imports only the stdlib, `evaluator.harness.protocol` and `evaluator.orphans` (no Django, no torch), so Celery
+workers stay CUDA-free.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import json
 import os
 import select
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,13 @@ from typing import Any
 from evaluator.harness.namespaces import BWRAP_VAR, MODE_VAR, REQUIRE_VAR
 from evaluator.harness.privileges import ENV_VAR as SANDBOX_USER_VAR
 from evaluator.harness.protocol import ENV_PASSTHROUGH, Options, Record, Spec, shorten, validate_result
+from evaluator.orphans import (  # noqa: F401  (orphans_remove: also runner.orphans_remove for the worker at start)
+    die_with_parent,
+    kill_group,
+    orphans_remove,
+    start_time,
+    write_owner,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GRACE_SECONDS = 30.0  # the harness enforces `timeout` itself; this is the backstop
@@ -54,92 +60,6 @@ def _harness_env(home: Path) -> dict[str, str]:
         if name in os.environ:
             env[name] = os.environ[name]
     return env
-
-
-# --- Orphans: harnesses whose caller died (kill -9 of a Celery worker) -------------------------------------------
-# The harness leads its own session, so it survives its caller unless told otherwise: it gets PR_SET_PDEATHSIG
-# (SIGKILL when the thread that started it ends), its workers get the same from it, and each work folder names its
-# owner (host, pid and start time of the caller, harness process group) in harness/owner.json, which
-# `orphans_remove` (the reaper, and every worker at start) uses to kill what is left and remove the folder.
-PR_SET_PDEATHSIG = 1
-OWNER_FILE = "owner.json"
-try:
-    import ctypes
-
-    _prctl: Any = ctypes.CDLL(None, use_errno=True).prctl
-except (OSError, AttributeError):  # not Linux
-    _prctl = None
-
-
-def _die_with_parent() -> None:
-    """preexec_fn of the harness: SIGKILL it when its caller dies (only a system call: safe after fork)."""
-    if _prctl is not None:
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-def _start_time(pid: int) -> str | None:
-    """A process's start time in clock ticks since boot (with its pid, an identity that survives pid reuse)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[-1].split()[19]
-
-
-def _alive(pid: Any, start: Any) -> bool:
-    return isinstance(pid, int) and pid > 0 and start is not None and _start_time(pid) == start
-
-
-def _write_owner(work: Path, **fields: Any) -> None:
-    owner = {"host": socket.gethostname(), "pid": os.getpid(), "start": _start_time(os.getpid())} | fields
-    path = work / "harness" / OWNER_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(owner))
-    os.replace(tmp, path)
-
-
-def _processes_under(folder: Path) -> list[int]:
-    """Pids whose working directory lies in `folder` (the harness and its workers run inside their work folder)."""
-    pids = []
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            cwd = os.readlink(entry / "cwd")
-            if cwd == str(folder) or cwd.startswith(f"{folder}/"):
-                pids.append(int(entry.name))
-    return pids
-
-
-def orphans_remove(work_root: Path) -> list[str]:
-    """Kill the processes of, and remove, every work folder on this host whose caller is no longer alive.
-
-    Safe to call at any time: a folder whose caller lives (or that has no owner file, e.g. one kept on purpose) is
-    left alone. Returns the folders removed.
-    """
-    removed = []
-    host = socket.gethostname()
-    for folder in sorted(Path(work_root).glob("eval-*")) if Path(work_root).is_dir() else []:
-        try:
-            owner = json.loads((folder / "harness" / OWNER_FILE).read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(owner, dict) or owner.get("host") != host or _alive(owner.get("pid"), owner.get("start")):
-            continue
-        if _alive(owner.get("pgid"), owner.get("pgid_start")):
-            _kill_group(owner["pgid"])
-        for pid in _processes_under(folder):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        shutil.rmtree(folder, ignore_errors=True)
-        if not folder.exists():
-            removed.append(folder.name)
-    return removed
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 def _timeout_record(timeout: float) -> dict[str, Any]:
@@ -264,7 +184,7 @@ class _Harness:
         )
         self.spec_path = self.work / "harness" / "spec.json"
         self.spec_path.write_text(self.spec.to_json())
-        _write_owner(self.work)
+        write_owner(self.work)
 
     def write_sources(self, problem_source: str, kernel_source: str) -> None:
         self.problem.write_text(problem_source)
@@ -290,14 +210,14 @@ class _Harness:
                     stderr=log,
                     pass_fds=tuple(fds),
                     start_new_session=True,
-                    preexec_fn=_die_with_parent,  # noqa: PLW1509 - one system call, no Python state
+                    preexec_fn=die_with_parent,  # noqa: PLW1509 - one system call, no Python state
                 )
         finally:
             for fd in fds:
                 os.close(fd)
         self.read_fd = read_fd
         with contextlib.suppress(OSError):
-            _write_owner(self.work, pgid=self.proc.pid, pgid_start=_start_time(self.proc.pid))
+            write_owner(self.work, pgid=self.proc.pid, pgid_start=start_time(self.proc.pid))
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -343,9 +263,9 @@ class _Harness:
         finally:
             os.close(read_fd)
             self.read_fd = -1
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             for pid in worker_pids:  # workers lead their own sessions: kill each group too
-                _kill_group(pid)
+                kill_group(pid)
             try:
                 code: int | None = proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -363,7 +283,7 @@ class _Harness:
             try:
                 self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                _kill_group(self.proc.pid)
+                kill_group(self.proc.pid)
                 self.proc.wait(timeout=10)
         if self.read_fd >= 0:
             os.set_blocking(self.read_fd, False)
@@ -371,7 +291,7 @@ class _Harness:
                 for line in os.read(self.read_fd, 1 << 20).splitlines():
                     with contextlib.suppress(ValueError):
                         if (pid := _worker_pid(json.loads(line))) is not None:
-                            _kill_group(pid)
+                            kill_group(pid)
             os.close(self.read_fd)
             self.read_fd = -1
         self.cleanup(keep=False)

@@ -85,7 +85,7 @@ def evaluations_reap(
         queued_stale=queued_stale if queued_stale is not None else _seconds("EVALUATOR_QUEUED_STALE", 1800),
         skip=set(requeued),
     )
-    from evaluator.runner import orphans_remove
+    from evaluator.orphans import orphans_remove
 
     orphans = orphans_remove(Path(settings.EVALUATOR_WORK_DIR))
     return ReapResult(requeued=requeued, failed=failed, resent=resent, orphans=orphans)
