@@ -40,6 +40,15 @@ class Problem(models.Model):
     source, a new row is created and becomes the latest; older results keep pointing at the source they ran against.
     """
 
+    class Degenerate(models.TextChoices):
+        """Whether the reference output is constant for every input (docs/protocol.md section 1). SUSPECTED and
+        CONFIRMED leave the rankings (evaluator.selectors.eligibility); CLEARED stays cleared unless new evidence."""
+
+        NO = "", "Not degenerate"
+        SUSPECTED = "suspected", "Degenerate (found from evaluations)"
+        CONFIRMED = "confirmed", "Degenerate (confirmed)"
+        CLEARED = "cleared", "Cleared by staff"
+
     problem_set = models.CharField(max_length=100, help_text="Problem-set version label, e.g. kernelbench-main.")
     level = models.PositiveSmallIntegerField()
     problem_id = models.PositiveIntegerField()
@@ -51,6 +60,13 @@ class Problem(models.Model):
     core = models.BooleanField(default=True, help_text="Part of the 250-problem benchmark (levels 1-3).")
     active = models.BooleanField(default=True, help_text="Counted in rankings; false for degenerate problems.")
     inactive_reason = models.CharField(max_length=500, blank=True)
+    degenerate = models.CharField(max_length=16, choices=Degenerate.choices, default=Degenerate.NO, blank=True)
+    # {reason, source, evaluation_ids, count, varying, first_at, last_at, note}: evaluator.services.degenerate
+    degenerate_evidence = models.JSONField(default=dict, blank=True)
+    degenerate_reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    degenerate_reviewed_at = models.DateTimeField(null=True, blank=True)
     is_latest = models.BooleanField(default=True, help_text="The newest source for this id in its problem set.")
     is_demo = models.BooleanField(default=False, help_text="Part of the project's own CPU-sized demo set.")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -82,6 +98,10 @@ class Problem(models.Model):
     @property
     def key(self) -> str:
         return f"L{self.level}/{self.problem_id}"
+
+    @property
+    def is_degenerate(self) -> bool:
+        return self.degenerate in (self.Degenerate.SUSPECTED, self.Degenerate.CONFIRMED)
 
 
 class Submission(models.Model):

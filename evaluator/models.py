@@ -107,7 +107,9 @@ class DistributionResult(models.Model):
 class Baseline(models.Model):
     """The reference Model's timing and peak memory for one problem, hardware, torch version and precision mode.
 
-    Measured once and kept; each evaluation also keeps its own paired baseline measurement in its result record.
+    An aggregate: the median over every finished evaluation's paired measurement (and an imported sweep, if any),
+    with the smallest and largest of them and how many evaluations it holds (evaluator.services.baselines). Each
+    evaluation also keeps its own paired baseline measurement in its result record.
     """
 
     class Precision(models.TextChoices):
@@ -126,6 +128,9 @@ class Baseline(models.Model):
     calls = models.PositiveIntegerField(default=0)
     stats = models.JSONField(default=dict, blank=True)
     peak_memory_bytes = models.BigIntegerField(null=True, blank=True)
+    evaluations = models.PositiveIntegerField(default=0, help_text="Evaluations whose paired timing is aggregated.")
+    min_ms = models.FloatField(null=True, blank=True, help_text="Smallest aggregated median.")
+    max_ms = models.FloatField(null=True, blank=True, help_text="Largest aggregated median.")
     measured_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from catalogue.models import Problem
 from evaluator.models import AuditFlag, Evaluation
+
+DEGENERATE = [Problem.Degenerate.SUSPECTED, Problem.Degenerate.CONFIRMED]
 
 
 def confirmed_hack_exists() -> Exists:
@@ -15,14 +18,15 @@ def confirmed_hack_exists() -> Exists:
 
 def eligibility_q() -> Q:
     """Conditions on Evaluation rows (annotated with `is_confirmed_hack`) that make a kernel count in rankings:
-    the latest finished evaluation passed the verified gate, its problem is active, and it is no confirmed hack."""
+    the latest finished evaluation passed the verified gate, its problem is active and not marked degenerate
+    (evaluator.services.degenerate), and it is no confirmed hack."""
     return Q(
         is_current=True,
         status=Evaluation.Status.DONE,
         correct=True,
         kernel__problem__active=True,
         is_confirmed_hack=False,
-    )
+    ) & ~Q(kernel__problem__degenerate__in=DEGENERATE)
 
 
 def ranked_evaluations(*, hardware: str | None = None) -> QuerySet[Evaluation]:

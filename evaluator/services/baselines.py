@@ -1,14 +1,21 @@
-"""Writes for stored baselines: importing a baseline sweep (evaluator.harness.baselines) measured on a GPU machine."""
+"""Writes for stored baselines: the robust aggregate of evaluations' paired measurements, and importing a baseline
+sweep (evaluator.harness.baselines) measured on a GPU machine.
+
+A Baseline row is the median over samples kept in `stats["samples"]`: one per finished evaluation (its paired
+measurement, keyed by evaluation id) and one for an imported sweep (key "sweep"). One noisy evaluation therefore
+moves it by at most one rank; `min_ms`/`max_ms` show the spread and `evaluations` how many evaluations it holds."""
 
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from catalogue.models import Problem
 from evaluator.models import Baseline
@@ -32,6 +39,57 @@ def baseline_fields(stats: Any, *, peak: Any = None, extra: dict[str, Any] | Non
         "peak_memory_bytes": peak if isinstance(peak, int) and not isinstance(peak, bool) and peak >= 0 else None,
         "stats": {**stats, **(extra or {})},
     }
+
+
+SWEEP = "sweep"
+SAMPLES_KEPT = 1000  # per setting; the oldest evaluation samples are dropped beyond this
+SAMPLE_KEYS = ("median_ms", "iqr_ms", "mean_ms", "calls", "peak_memory_bytes")
+
+
+def _aggregate(samples: dict[str, dict[str, Any]], stats: dict[str, Any]) -> dict[str, Any]:
+    """Baseline columns from its samples: the median of their medians, min and max, the evaluation count; iqr,
+    mean, calls and peak memory come from the sample nearest the median (a real measurement, not a blend)."""
+    medians = [s["median_ms"] for s in samples.values()]
+    median = statistics.median(medians)
+    nearest = min(samples.values(), key=lambda s: abs(s["median_ms"] - median))
+    return {
+        "median_ms": median,
+        "min_ms": min(medians),
+        "max_ms": max(medians),
+        "evaluations": sum(1 for key in samples if key != SWEEP),
+        "iqr_ms": nearest.get("iqr_ms"),
+        "mean_ms": nearest.get("mean_ms"),
+        "calls": nearest.get("calls") or 0,
+        "peak_memory_bytes": nearest.get("peak_memory_bytes"),
+        "stats": {**stats, "samples": samples, "aggregate": "median over samples"},
+    }
+
+
+def baseline_add_sample(*, key: str, fields: dict[str, Any], **setting: Any) -> Baseline:
+    """Add (or replace) one sample of a baseline setting (`problem`/`problem_id`, hardware, torch_version,
+    precision) and recompute the aggregate. `key` is an evaluation id, or SWEEP for an imported sweep. Call inside a
+    transaction: the row is locked so that two evaluations finishing together both count."""
+    sample = {k: fields.get(k) for k in SAMPLE_KEYS} | {"at": timezone.now().isoformat()}
+    baseline = Baseline.objects.select_for_update().filter(**setting).first()
+    if baseline is None:
+        baseline, created = Baseline.objects.get_or_create(**setting, defaults=fields)
+        if not created:  # another transaction created it meanwhile
+            baseline = Baseline.objects.select_for_update().get(pk=baseline.pk)
+    else:
+        created = False
+    samples: dict[str, dict[str, Any]] = {} if created else dict((baseline.stats or {}).get("samples") or {})
+    if not created and not samples:  # a row stored before aggregation: its figure is the first sample
+        old_stats = baseline.stats or {}
+        old_key = str(old_stats.get("evaluation_id") or (SWEEP if old_stats.get("source") == "baseline sweep" else 0))
+        samples[old_key] = {k: getattr(baseline, k) for k in SAMPLE_KEYS} | {"at": baseline.measured_at.isoformat()}
+    samples.pop(key, None)
+    samples[key] = sample
+    while len(samples) > SAMPLES_KEPT:
+        samples.pop(next(k for k in samples if k != SWEEP))
+    for name, value in _aggregate(samples, fields["stats"]).items():
+        setattr(baseline, name, value)
+    baseline.save()
+    return baseline
 
 
 @dataclass
@@ -79,8 +137,13 @@ def baselines_import(
             if fields is None:
                 report.skipped.append(f"{label} {precision}: {str(stats.get('error', 'not measured'))[:200]}")
                 continue
-            Baseline.objects.update_or_create(
-                problem=problem, hardware=hardware, torch_version=torch_version, precision=precision, defaults=fields
+            baseline_add_sample(
+                key=SWEEP,
+                fields=fields,
+                problem=problem,
+                hardware=hardware,
+                torch_version=torch_version,
+                precision=precision,
             )
             report.stored += 1
     return report

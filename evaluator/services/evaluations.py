@@ -23,7 +23,8 @@ from catalogue.models import Kernel
 from catalogue.services import submission_count_finished, submission_start
 from evaluator.harness.record import Distribution, Record
 from evaluator.models import Baseline, DistributionResult, Evaluation
-from evaluator.services.baselines import baseline_fields
+from evaluator.services.baselines import baseline_add_sample, baseline_fields
+from evaluator.services.degenerate import problem_degenerate_check
 from evaluator.values import finite_json as finite
 from evaluator.values import finite_number as _number
 
@@ -209,8 +210,9 @@ def _count_finished(evaluation: Evaluation, *, correct: bool) -> None:
 
 
 def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool:
-    """Validate and store a harness result record: Evaluation columns, DistributionResult rows, Baselines created
-    if absent, and the submission's counters. A record that is not one (evaluator/harness/record.py) fails the
+    """Validate and store a harness result record: Evaluation columns, DistributionResult rows, the Baselines'
+    aggregates, the submission's counters, and (when the reference output was constant) the problem's degenerate
+    status. A record that is not one (evaluator/harness/record.py) fails the
     evaluation instead. Returns False (and stores nothing) if this attempt no longer owns the row."""
     try:
         result = Record.from_dict(finite(record))
@@ -245,6 +247,8 @@ def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool
         _store_distributions(evaluation, result.distributions)
         _store_baselines(evaluation, result)
         _count_finished(evaluation, correct=correct)
+    if result.reference_constant:
+        problem_degenerate_check(problem_id=evaluation.kernel.problem_id)
     return True
 
 
@@ -279,7 +283,8 @@ BASELINE_KEYS = {
 
 
 def _store_baselines(evaluation: Evaluation, result: Record) -> None:
-    """Keep the paired reference measurement as the stored Baseline when none exists yet for this setting."""
+    """Add the paired reference measurements to the stored Baselines of this problem and hardware: each is the
+    median over every evaluation's measurement (evaluator.services.baselines), so one noisy run cannot fix it."""
     torch_version = str(result.environment.get("torch") or "unknown")[:64]
     timing = result.timing.to_dict()
     for precision, key in BASELINE_KEYS.items():
@@ -292,12 +297,13 @@ def _store_baselines(evaluation: Evaluation, result: Record) -> None:
         fields = baseline_fields(timing.get(key), peak=peak, extra=extra)
         if fields is None:
             continue
-        Baseline.objects.get_or_create(
+        baseline_add_sample(
+            key=str(evaluation.pk),
+            fields=fields,
             problem_id=evaluation.kernel.problem_id,
             hardware=evaluation.hardware,
             torch_version=torch_version,
             precision=precision,
-            defaults=fields,
         )
 
 

@@ -24,11 +24,15 @@ LEVEL_DIR_RE = re.compile(r"^level(?P<level>\d+)$")
 
 # Problems whose reference output is the same constant for every input under default initialisation
 # (docs/protocol.md section 1). Matched on (level, id) *and* name, because other problem-set versions reuse the ids.
+# Only the seed of the data: the import stores them as Problem.degenerate = CONFIRMED with this reason (migration
+# catalogue 0003 did the same for problems already imported); others are found from the evaluations
+# (evaluator.services.degenerate) and staff confirm or clear them.
 KNOWN_DEGENERATE = {
     (2, 23, "Conv3d_GroupNorm_Mean"): "Reference output is constant (about 1e-9) for every input (Sakana case).",
     (2, 80, "Gemm_Max_Subtract_GELU"): "Reference output is always zero: max(dim=1) minus its own mean is 0.",
     (2, 83, "Conv3d_GroupNorm_Min_Clamp_Dropout"): "Reference output is always zero: min(x, 0) then clamp(0, 1).",
 }
+KNOWN_SOURCE = "known list (docs/protocol.md section 1)"
 CORE_LEVELS = {1, 2, 3}  # level 4 (Hugging Face models) needs downloaded weights: not part of the benchmark
 
 
@@ -177,6 +181,8 @@ def problems_import(*, files: list[ProblemFile], problem_set: str, demo: bool = 
             core=f.level in CORE_LEVELS,
             active=not reason,
             inactive_reason=reason,
+            degenerate=Problem.Degenerate.CONFIRMED if reason else Problem.Degenerate.NO,
+            degenerate_evidence={"reason": reason, "source": KNOWN_SOURCE} if reason else {},
             is_latest=True,
             is_demo=demo,
         )

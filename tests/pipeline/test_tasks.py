@@ -89,14 +89,14 @@ def test_result_columns_and_counts(demo_problems, stand_in, sent):
     assert len(stand_in.calls) == 2
 
 
-def test_baselines_are_created_once_per_setting(demo_problems, stand_in, sent):
+def test_baselines_are_one_row_per_setting_aggregating_every_evaluation(demo_problems, stand_in, sent):
     a, b = evals(submit((1, 1, 0), (1, 1, 1)))
     stand_in.script = [record(), record()]
     run(a.pk)
     run(b.pk)
     tf32 = Baseline.objects.get(problem=a.kernel.problem, precision="tf32")
     assert (tf32.hardware, tf32.torch_version, tf32.median_ms, tf32.peak_memory_bytes) == ("cpu", "2.13.0", 0.5, 4096)
-    assert tf32.stats["evaluation_id"] == a.pk
+    assert tf32.evaluations == 2 and set(tf32.stats["samples"]) == {str(a.pk), str(b.pk)}
     assert Baseline.objects.count() == 2  # tf32 + fp32; compile was not measured
 
 
