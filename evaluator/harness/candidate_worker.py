@@ -33,7 +33,7 @@ from evaluator.harness import tamper_watch
 from evaluator.harness.command_loop import serve
 from evaluator.harness.commands import Command
 from evaluator.harness.cuda_fd import Exporter
-from evaluator.harness.device import poison_allocator, set_precision, warm_up
+from evaluator.harness.device import poison_allocator, precision_flags, set_precision, warm_up
 from evaluator.harness.handover import export_cuda
 from evaluator.harness.inputs import load_problem, make_inputs
 from evaluator.harness.l2 import L2Flusher, no_flush
@@ -62,6 +62,8 @@ _sleep = time.sleep
 _mem_alloc = torch.cuda.memory_allocated
 _mem_peak = torch.cuda.max_memory_allocated
 _mem_reset = torch.cuda.reset_peak_memory_stats
+_set_precision = set_precision
+_precision_flags = precision_flags
 
 
 def _wrap_extension_loaders(suffix: str) -> None:
@@ -116,6 +118,8 @@ class Candidate:
         self.handover = "file"  # "cuda_fd", "cuda_ipc" or "file" (handover.py, cuda_fd.py)
         self.exporter: Exporter | None = None
         self.exports: list[torch.Tensor] = []  # outputs shared by CUDA IPC, alive until the orchestrator's release
+        # The precision flags read back right before the kernel's calls, per phase (the record's environment).
+        self.flags_seen: dict[str, dict[str, Any]] = {}
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Import the kernel (this compiles load_inline / Triton code), then build ModelNew with seed 42."""
@@ -127,7 +131,7 @@ class Candidate:
         if self.device.startswith("cuda"):
             torch.cuda.set_device(0)
             torch.cuda.set_per_process_memory_fraction(float(msg["gpu_memory_fraction"]))
-        set_precision(True)  # the candidate runs under the verified baseline's flags
+        _set_precision(False)  # built under the reference's flags; each phase sets its own before calling the kernel
         _wrap_extension_loaders(msg["suffix"])
         init = _load_clean(msg["init_path"], "cpu")
         start = _clock_ns()
@@ -240,7 +244,10 @@ class Candidate:
         pristine = [_clone(v) if _type(v) is _Tensor else v for v in inputs]
         if msg.get("poison") is not None:
             poison_allocator(self.device, float(msg["poison"]), int(msg.get("poison_bytes", 0)))
-        set_precision(True)
+        # Correctness under the reference's flags (full FP32): the kernel is judged on the arithmetic it chose
+        # itself (its own TF32 cuBLAS call, a Triton tl.dot, flags it sets), not on TF32 the harness chose for it.
+        _set_precision(False)
+        self.flags_seen["correctness"] = _precision_flags()
         try:
             with torch.no_grad():
                 out = self.model(*inputs)
@@ -284,7 +291,8 @@ class Candidate:
         self, n: int, offset: int, keep: dict[int, Any] | None, paper: bool = False
     ) -> tuple[list[float], list[float]]:
         cuda = self.device.startswith("cuda")
-        set_precision(True)
+        _set_precision(True)  # timing under the verified (TF32) baseline's flags, as the baseline is timed
+        self.flags_seen["timing"] = _precision_flags()
         with torch.no_grad():
             return time_calls(
                 self.model,
@@ -340,7 +348,7 @@ class Candidate:
     def memory(self, msg: dict[str, Any]) -> dict[str, Any]:
         if not self.device.startswith("cuda"):
             return {"peak": None}
-        set_precision(True)
+        _set_precision(True)
         with torch.no_grad():
             _sync()
             base = _mem_alloc()
@@ -357,7 +365,13 @@ class Candidate:
         tampered += [f"candidate_worker.{name}" for name, value in _OWN_GLOBALS if globals().get(name) is not value]
         threads, native = _new_threads()
         native_at_start = tamper_watch.NATIVE_AT_START
-        return {"tampered": tampered, "threads": threads, "native_threads": native, "native_at_start": native_at_start}
+        return {
+            "tampered": tampered,
+            "threads": threads,
+            "native_threads": native,
+            "native_at_start": native_at_start,
+            "precision_flags": self.flags_seen,
+        }
 
 
 # This module's own captured references (`_clock_ns`, `_detach`, ...): a kernel can rebind them through

@@ -123,6 +123,9 @@ class ReferenceClient:
     def recheck(self, *, outputs: dict[str, Reply], tol: float, fresh_start: int) -> Reply:
         return self._ask(Command.RECHECK, outputs=outputs, tol=tol, fresh_start=fresh_start)
 
+    def precision_flags(self) -> Reply:
+        return self._ask(Command.PRECISION_FLAGS)
+
 
 class CandidateClient:
     """The candidate worker (candidate_worker.py): every failure is the kernel's."""

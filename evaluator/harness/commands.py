@@ -30,6 +30,7 @@ class Command(StrEnum):
     RANDOMISE = "randomise"
     FRESH_SETS = "fresh_sets"
     RECHECK = "recheck"
+    PRECISION_FLAGS = "precision_flags"  # the flags each phase ran under, read back (the record's environment)
     # the candidate worker
     LOAD = "load"
     LOAD_PARAMS = "load_params"
@@ -58,6 +59,7 @@ REFERENCE_COMMANDS = frozenset(
         Command.RECHECK,
         Command.FRESH_SETS,
         Command.PROBE_HANDOVER,
+        Command.PRECISION_FLAGS,
     }
 )
 CANDIDATE_COMMANDS = frozenset(

@@ -24,14 +24,19 @@ def warm_up(msg: dict[str, Any]) -> dict[str, Any]:
 
 
 def set_precision(tf32: bool) -> None:
+    """The TF32 flags (the verified baseline's, for timing) or full FP32 (the reference's, for correctness): cuBLAS
+    and cuDNN flags and the float32 matmul precision ("high" / "highest") together, so no flag contradicts another."""
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
 
 
-def precision_flags() -> dict[str, bool]:
+def precision_flags() -> dict[str, Any]:
+    """The flags as they are set in this process now (read back, not as asked for)."""
     return {
         "cuda.matmul.allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
         "cudnn.allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+        "float32_matmul_precision": str(torch.get_float32_matmul_precision()),
     }
 
 

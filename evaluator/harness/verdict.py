@@ -29,6 +29,7 @@ def integrity(ctx: Context, when: str) -> None:
     lie; a failure once seen is never overwritten by a later clean report)."""
     record = ctx.record
     reply = ctx.cand.integrity()
+    _precision_flags(ctx, reply.get("precision_flags"))
     tampered, threads = reply["tampered"], sorted(set(reply["threads"]))
     prior = get_check(record, "timer_integrity")
     if tampered or not (prior and prior["passed"] is False):
@@ -54,6 +55,22 @@ def integrity(ctx: Context, when: str) -> None:
             )
             + native,
         )
+
+
+def _precision_flags(ctx: Context, candidate: Any) -> None:
+    """The precision flags each phase ran under, as each worker read them back right before its calls: correctness
+    under the reference's full FP32 on both sides, timing under the verified (TF32) baseline's flags on both sides
+    (the FP32 baseline's own under timing_fp32). A phase not run reads null."""
+    reference = ctx.ref.precision_flags().get("flags") or {}
+    candidate = candidate if isinstance(candidate, dict) else {}
+    ctx.record["environment"]["precision_flags"] = {
+        "correctness": {"reference": reference.get("correctness"), "candidate": candidate.get("correctness")},
+        "timing": {
+            "reference": reference.get("timing"),
+            "candidate": candidate.get("timing"),
+            "reference_fp32": reference.get("timing_fp32"),
+        },
+    }
 
 
 def should_time(ctx: Context) -> bool:
@@ -148,11 +165,6 @@ def environment(ctx: Context) -> None:
             "verified_trials": opts.verified_trials,
         },
         tolerance={"verified": VERIFIED_TOLERANCE, "standard": STANDARD_TOLERANCE},
-        precision_flags={
-            "reference": {"cuda.matmul.allow_tf32": False, "cudnn.allow_tf32": False},
-            "candidate": {"cuda.matmul.allow_tf32": True, "cudnn.allow_tf32": True},
-            "baseline_tf32": {"cuda.matmul.allow_tf32": True, "cudnn.allow_tf32": True},
-            "baseline_fp32": {"cuda.matmul.allow_tf32": False, "cudnn.allow_tf32": False},
-        },
     )
+    env.setdefault("precision_flags", None)  # filled by integrity() from both workers; null: no kernel call ran
     ctx.record["phases"]["total"] = round(time.monotonic() - ctx.deadline.start, 3)
