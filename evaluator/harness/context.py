@@ -49,6 +49,7 @@ class Context:
     output_bytes: int = 0  # the largest reference output and input set seen in correctness (sizes timing sets)
     input_bytes: int = 0
     timing_sets: int = 0
+    params_seed: int | None = None  # the seed of the randomised parameters: a later process pair re-creates them
     fresh_base_times: list[float] = field(default_factory=list)
     fresh_times: list[float] = field(default_factory=list)
 

@@ -149,8 +149,9 @@ def mixed_signs(ctx: Context) -> bool | None:
     return passed
 
 
-def randomise(ctx: Context) -> None:
-    """New random values for every float parameter and buffer, in the reference and (matched) in ModelNew."""
+def randomise(ctx: Context, seed: int | None = None) -> None:
+    """New random values for every float parameter and buffer, in the reference and (matched) in ModelNew. With
+    `seed`: the same values again (a fresh process pair of the timing phase)."""
     record = ctx.record
     if not ctx.opts.randomise_params:
         record["params_randomised"] = False
@@ -162,7 +163,8 @@ def randomise(ctx: Context) -> None:
     # Written by the clean side after kernel code ran, so never into a directory the kernel owns (a planted
     # symlink there would make the reference overwrite any file): a fresh directory of the orchestrator's own.
     params = ctx.folders.handoff / "params.pt"
-    reply = ctx.ref.randomise(entries=floats, seed=ctx.seed(), out_path=str(params))
+    ctx.params_seed = ctx.seed() if seed is None else seed
+    reply = ctx.ref.randomise(entries=floats, seed=ctx.params_seed, out_path=str(params))
     if reply["matched"]:  # the reference randomised all of its float entries, the candidate gets the matched ones
         ctx.cand.load_params(str(params))
     params.unlink(missing_ok=True)

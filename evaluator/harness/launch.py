@@ -81,6 +81,7 @@ class Workers:
         self.fd_socks: tuple[socket.socket, socket.socket] | None = None  # cuda_fd hand-over: (candidate, ref)
         self.memory = 0
         self.limits: dict[str, Any] = {}
+        self._launch: tuple[str, Plan | None, dict[str, str]] = ("", None, {})  # python, sandbox plan, candidate env
 
     def start(self, emit: Callable[[dict[str, Any]], None]) -> None:
         """Private folders, limits, the candidate's Unix user, and both worker processes (they import torch side by
@@ -117,16 +118,23 @@ class Workers:
         if ident is not None:
             give_to(f.cand, ident)
             os.chmod(f.io, 0o700)
-        if self.cuda:  # the zero-copy output hand-over's socket (cuda_fd.py): one end for each worker
-            self.fd_socks = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            for sock in self.fd_socks:
-                os.set_inheritable(sock.fileno(), True)
         cand_env = build_env(private_dir=f.cand)
         if plan is not None:
             cand_env["USER"] = cand_env["LOGNAME"] = "kernel"
         unusable = check_runtime(python, ident, env=cand_env, cwd=f.cand, wrap=plan.wrap if plan else None)
         if unusable:  # fail closed: never fall back to running the kernel as root, never blame the kernel for it
             raise HarnessInfraError(unusable)
+        self._launch = (python, plan, cand_env)
+        self._spawn(emit)
+
+    def _spawn(self, emit: Callable[[dict[str, Any]], None]) -> None:
+        """Both worker processes (and the hand-over's socket pair), as start() prepared them."""
+        python, plan, cand_env = self._launch
+        f, ident = self.folders, self.ident
+        if self.cuda:  # the zero-copy output hand-over's socket (cuda_fd.py): one end for each worker
+            self.fd_socks = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            for sock in self.fd_socks:
+                os.set_inheritable(sock.fileno(), True)
         self.ref = Worker(
             role="reference",
             private_dir=f.ref,
@@ -174,9 +182,16 @@ class Workers:
         plan.write_etc()
         return plan
 
-    def stop(self) -> int:
-        """End both workers and whatever the kernel left running, then free the uid; returns how many stray
-        processes had to be killed. Also undoes a start that failed part-way."""
+    def respawn(self, emit: Callable[[dict[str, Any]], None]) -> int:
+        """A fresh pair of worker processes in place of the running one (the timing phase's next process pair):
+        the old pair is ended and reaped with whatever the kernel left running; the folders, the kernel's build
+        folder, its Unix user and its sandbox plan stay. Returns how many stray processes had to be killed."""
+        stray = self._end_processes()
+        self.ref = self.cand = None
+        self._spawn(emit)
+        return stray
+
+    def _end_processes(self) -> int:
         workers = [w for w in (self.cand, self.ref) if w is not None]
         for worker in workers:  # both exit (CUDA context teardown) at once, then each is waited for and reaped
             worker.ask_exit()
@@ -186,6 +201,13 @@ class Workers:
         stray = kill_adopted_children(ignore=frozenset({"bwrap"}) if self.sandbox == "namespaces" else frozenset())
         for sock in self.fd_socks or ():
             sock.close()
+        self.fd_socks = None
+        return stray
+
+    def stop(self) -> int:
+        """End both workers and whatever the kernel left running, then free the uid; returns how many stray
+        processes had to be killed. Also undoes a start that failed part-way."""
+        stray = self._end_processes()
         if not self.opts.keep_workdir:
             shutil.rmtree(self.folders.io, ignore_errors=True)
             shutil.rmtree(self.folders.cand / "build", ignore_errors=True)

@@ -112,6 +112,12 @@ def _compile(ctx: Context) -> None:
     ctx.state_entries = loaded["state"]
 
 
+def recompile(ctx: Context) -> None:
+    """Import the kernel again, in a fresh candidate worker (the timing phase's next process pair): its build is
+    found where the first import left it (the compile cache, or its own build folder)."""
+    _compile(ctx)
+
+
 def _cache_sandboxed_build(ctx: Context, cache_state: str, compile_s: float) -> None:
     """After a sandboxed import: a fresh build goes into the cache (copied out of the kernel's folder, without
     links or anything but regular files and folders, before the kernel runs again); a kernel that built nothing

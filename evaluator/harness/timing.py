@@ -129,3 +129,60 @@ def bootstrap_ratio_ci(
         return None
     ratios.sort()
     return [ratios[int(0.025 * (len(ratios) - 1))], ratios[int(0.975 * (len(ratios) - 1))]]
+
+
+Pair = tuple[Sequence[float], Sequence[float]]  # one process pair's (baseline, candidate) per-call times
+
+
+def pooled_ratio(pairs: Sequence[Pair]) -> float | None:
+    """median(every pair's baseline calls) / median(every pair's candidate calls)."""
+    base = [t for b, _ in pairs for t in b]
+    cand = [t for _, c in pairs for t in c]
+    if not base or not cand:
+        return None
+    c_med = statistics.median(cand)
+    return statistics.median(base) / c_med if c_med > 0 else None
+
+
+def hierarchical_ratio_ci(pairs: Sequence[Pair], *, resamples: int = 2000, seed: int = 0) -> list[float] | None:
+    """95 % interval of the pooled median ratio that covers the spread between processes (issue 17, part 2).
+
+    Each resample draws the process pairs with replacement, then each drawn pair's calls with replacement (both
+    sides of a pair together: they ran interleaved in the same period), pools them and takes the ratio of medians.
+    With one pair this is bootstrap_ratio_ci. When pairs disagree, resamples made of one pair only land at that
+    pair's ratio, so the interval stretches across the pairs' ratios; calls alone cannot do that. The interval is
+    widened to hold the pooled ratio itself (with two pairs the percentile interval may otherwise just miss it)."""
+    pairs = [(list(b), list(c)) for b, c in pairs if len(b) >= 2 and len(c) >= 2]
+    if not pairs:
+        return None
+    if len(pairs) == 1:
+        return bootstrap_ratio_ci(pairs[0][0], pairs[0][1], resamples=resamples, seed=seed)
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples):
+        base: list[float] = []
+        cand: list[float] = []
+        for b, c in rng.choices(pairs, k=len(pairs)):
+            base += rng.choices(b, k=len(b))
+            cand += rng.choices(c, k=len(c))
+        c_med = statistics.median(cand)
+        if c_med > 0:
+            ratios.append(statistics.median(base) / c_med)
+    if not ratios:
+        return None
+    ratios.sort()
+    low, high = ratios[int(0.025 * (len(ratios) - 1))], ratios[int(0.975 * (len(ratios) - 1))]
+    point = pooled_ratio(pairs)
+    if point is not None:
+        low, high = min(low, point), max(high, point)
+    return [low, high]
+
+
+def calls_per_block(block_calls: int, wall_per_call_ms: float | None, target_ms: float, cap: int) -> int:
+    """Calls per timed block: at least `block_calls`, and enough that a block lasts `target_ms` on the
+    orchestrator's clock (`wall_per_call_ms`: the baseline's per-call wall, flush and sync included), at most
+    `cap`. The wall-clock cross-check allows 2 ms of unexplained time per block, i.e. 2 / calls ms per call:
+    with a block of `target_ms` that is at most 2 / target_ms of a baseline call (10 % at 20 ms)."""
+    if not wall_per_call_ms or wall_per_call_ms <= 0 or target_ms <= 0:
+        return block_calls
+    return max(block_calls, min(cap, math.ceil(target_ms / wall_per_call_ms)))

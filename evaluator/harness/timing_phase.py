@@ -10,12 +10,18 @@ from __future__ import annotations
 import secrets
 import statistics
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
+from evaluator.harness.clients import CandidateClient, ReferenceClient
 from evaluator.harness.context import Context, output_ref
+from evaluator.harness.correctness_phase import randomise
+from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.protocol import PAPER_LOOP_CALLS, VERIFIED_TOLERANCE, set_check
-from evaluator.harness.timing import rse_median
-from evaluator.harness.timing_record import OuterBlocks, Samples, fill_timing_record
+from evaluator.harness.setup_phase import handover, recompile
+from evaluator.harness.timing import calls_per_block, rse_median
+from evaluator.harness.timing_record import OuterBlocks, Samples, describe_pairs, fill_timing_record
+from evaluator.harness.verdict import integrity
 
 MIN_ROUNDS = 4  # blocks per side before the loop may stop early (quick mode's 10 calls would be only 2)
 
@@ -24,25 +30,29 @@ def run_timing(ctx: Context) -> None:
     started = time.monotonic()
     opts = ctx.opts
     ctx.timing_sets = _timing_sets(ctx)
-    step = time.monotonic()
     seeds = [ctx.seed() for _ in range(ctx.timing_sets)]
-    setup = ctx.ref.timing_setup(seeds=seeds, warmup=opts.warmup_calls, compile=opts.compile_baseline)
-    ctx.cand.timing_setup(seeds=seeds, warmup=opts.warmup_calls)
-    mem_b = ctx.ref.memory()["peak"]
-    mem_c = ctx.cand.memory()["peak"]
-    ctx.record["memory"] = {"baseline_peak_bytes": mem_b, "candidate_peak_bytes": mem_c}
-    if mem_b is not None and mem_c:
-        ctx.record["memory_ratio"] = mem_b / mem_c
-    ctx.phase("timing_setup", step)
-    step = time.monotonic()
-    sides = ["tf32", "cand", "fp32"] + (["compile"] if opts.compile_baseline and not setup["compile_error"] else [])
-    times, walls, outer, forged, rechecks = _timed_blocks(ctx, sides, len(seeds))
-    ctx.phase("timing_loop", step)
+    pairs: list[PairSamples] = []
+    setup, block = _time_pair(ctx, seeds, pairs, None)
+    base_med = statistics.median(pairs[0].times["tf32"]) if pairs[0].times["tf32"] else None
+    wanted = opts.process_pairs if base_med is not None and base_med < opts.pairs_below_ms else 1
+    skipped = ""
+    while len(pairs) < wanted:
+        if ctx.left() < 0.5 * ctx.spec.timeout:  # a pair costs start-up and import again: only with time to spare
+            skipped = f"{wanted - len(pairs)} more process pairs skipped: under half the evaluation's time left"
+            break
+        step = time.monotonic()
+        _fresh_pair(ctx)
+        ctx.phase(f"pair_{len(pairs) + 1}_start", step)
+        _time_pair(ctx, seeds, pairs, block)
     step = time.monotonic()
     paper = _paper_loop(ctx) if opts.paper_loop else None
+    rechecks: dict[str, Any] = {}
+    for pair in pairs:
+        rechecks.update(pair.rechecks)
     _fresh_probe(ctx, rechecks)
     _recheck(ctx, rechecks)
     ctx.phase("timing_checks", step)
+    times, walls, outer, forged = _pooled(pairs)
     fill_timing_record(
         ctx.record,
         times,
@@ -55,18 +65,115 @@ def run_timing(ctx: Context) -> None:
         input_sets=ctx.timing_sets,
         fresh_times=ctx.fresh_times,
         fresh_base_times=ctx.fresh_base_times,
+        pairs=[(p.times["tf32"], p.times["cand"]) for p in pairs],
     )
+    describe_pairs(ctx.record, pairs, wanted=wanted, block_calls=block, skipped=skipped, opts=opts)
     if paper is not None:
         ctx.record["timing"]["paper_loop"] = paper
     ctx.phase("timing", started)
 
 
-def _timed_blocks(
-    ctx: Context, sides: list[str], input_sets: int
-) -> tuple[Samples, Samples, OuterBlocks, list[str], dict[str, Any]]:
-    """Blocks of calls per side in ABAB order until both medians are precise enough (or a limit is reached).
-    Returns per-side call times and synced walls, the orchestrator's view of each block, forged-clock findings and
-    the re-checks of timed outputs (None for one that was not a plain tensor)."""
+@dataclass
+class PairSamples:
+    """What one process pair's timed blocks collected (see _timed_blocks)."""
+
+    times: Samples
+    walls: Samples
+    outer: OuterBlocks
+    forged: list[str]
+    rechecks: dict[str, Any] = field(default_factory=dict)
+
+
+def _time_pair(
+    ctx: Context, seeds: list[int], pairs: list[PairSamples], block: int | None
+) -> tuple[dict[str, Any], int]:
+    """Timing set-up and the timed blocks in the current worker pair (appended to `pairs`). The first pair sizes
+    the blocks (`block` None); later pairs use the same size. Returns the set-up reply and the block size."""
+    opts = ctx.opts
+    first = not pairs
+    step = time.monotonic()
+    setup = ctx.ref.timing_setup(seeds=seeds, warmup=opts.warmup_calls, compile=opts.compile_baseline)
+    ctx.cand.timing_setup(seeds=seeds, warmup=opts.warmup_calls)
+    if first:
+        mem_b = ctx.ref.memory()["peak"]
+        mem_c = ctx.cand.memory()["peak"]
+        ctx.record["memory"] = {"baseline_peak_bytes": mem_b, "candidate_peak_bytes": mem_c}
+        if mem_b is not None and mem_c:
+            ctx.record["memory_ratio"] = mem_b / mem_c
+        ctx.phase("timing_setup", step)
+    if block is None:
+        block = _block_size(ctx)
+    step = time.monotonic()
+    sides = ["tf32", "cand", "fp32"] + (["compile"] if opts.compile_baseline and not setup["compile_error"] else [])
+    tag = "" if first else f"pair {len(pairs) + 1} "
+    pairs.append(_timed_blocks(ctx, sides, len(seeds), block, tag))
+    ctx.phase("timing_loop" if first else f"timing_loop_pair_{len(pairs)}", step)
+    return setup, block
+
+
+def _block_size(ctx: Context) -> int:
+    """Calls per block: opts.block_calls, or more for short calls so a block lasts opts.target_block_ms on the
+    orchestrator's clock (timing.calls_per_block). Sized from one untimed baseline block (no kernel code runs)."""
+    opts = ctx.opts
+    t0 = time.perf_counter_ns()
+    ctx.ref.time_block(mode="tf32", n=opts.block_calls, offset=0)
+    per_call = (time.perf_counter_ns() - t0) / 1e6 / max(opts.block_calls, 1)
+    return calls_per_block(opts.block_calls, per_call, opts.target_block_ms, opts.max_block_calls)
+
+
+def _fresh_pair(ctx: Context) -> None:
+    """Replace both workers by fresh processes and bring them to where timing starts: the reference re-created
+    (seed 42, then the same randomised parameters), the kernel re-imported in a fresh sandboxed worker (its build
+    reused), the output hand-over chosen again. The old candidate's integrity report is read first."""
+    integrity(ctx, "before its process pair was replaced")
+    stray = ctx.workers.respawn(ctx.emit)
+    if stray:
+        set_check(
+            ctx.record,
+            "process_containment",
+            False,
+            f"{stray} processes started by the kernel outlived its worker and were killed",
+        )
+    workers = ctx.workers
+    assert workers.ref is not None and workers.cand is not None
+    ctx.ref = ReferenceClient(workers.ref, ctx.deadline)
+    ctx.cand = CandidateClient(
+        workers.cand, ctx.deadline, ctx.ref, hang_factor=ctx.opts.hang_factor, hang_grace_s=ctx.opts.hang_grace_s
+    )
+    ctx.ref.warm_up(ctx.device)
+    try:
+        ctx.cand.warm_up(ctx.device)
+    except CandidateFailed as exc:  # no kernel code has run in this process yet
+        raise HarnessInfraError(f"candidate worker failed before the kernel was re-loaded: {exc}") from exc
+    ctx.ref.setup(
+        problem_path=str(ctx.folders.ref / "problem.py"),
+        device=ctx.device,
+        init_path=str(ctx.folders.io / "init.pt"),
+        gpu_memory_fraction=ctx.opts.gpu_memory_fraction,
+    )
+    record = ctx.record
+    kept = {k: record["phases"].get(k) for k in ("compile", "compile_import")}
+    cache_state = record["environment"].get("compile_cache")
+    recompile(ctx)
+    record["phases"].update(kept)  # the first import's figures stay the record's
+    record["environment"]["compile_cache"] = cache_state
+    integrity(ctx, "after re-import")
+    if ctx.params_seed is not None:
+        randomise(ctx, seed=ctx.params_seed)
+    handover(ctx)
+
+
+def _pooled(pairs: list[PairSamples]) -> tuple[Samples, Samples, OuterBlocks, list[str]]:
+    times: Samples = {s: [t for p in pairs for t in p.times[s]] for s in pairs[0].times}
+    walls: Samples = {s: [t for p in pairs for t in p.walls[s]] for s in pairs[0].walls}
+    outer: OuterBlocks = {s: [b for p in pairs for b in p.outer[s]] for s in pairs[0].outer}
+    return times, walls, outer, [f for p in pairs for f in p.forged]
+
+
+def _timed_blocks(ctx: Context, sides: list[str], input_sets: int, block: int, tag: str = "") -> PairSamples:
+    """Blocks of `block` calls per side in ABAB order until both medians are precise enough (or a limit is
+    reached). Collects per-side call times and synced walls, the orchestrator's view of each block, forged-clock
+    findings and the re-checks of timed outputs (None for one that was not a plain tensor)."""
     opts = ctx.opts
     times: Samples = {s: [] for s in sides}
     walls: Samples = {s: [] for s in sides}
@@ -75,32 +182,34 @@ def _timed_blocks(
     forged: list[str] = []
     offset, rounds, budget_end = 0, 0, time.monotonic() + opts.timing_budget_s
     kept_blocks = 0
+    max_calls = max(opts.max_calls, MIN_ROUNDS * block)  # longer blocks: still MIN_ROUNDS of them
+    prefix = tag.replace(" ", "_")
     while True:
         order = sides if rounds % 2 == 0 else list(reversed(sides))  # ABAB: drift cancels
         keep = secrets.randbelow(4) == 0 or (kept_blocks == 0 and rounds >= 1)
         for side in order:
             t0 = time.perf_counter_ns()
             if side == "cand":
-                reply = ctx.cand.time_block(n=opts.block_calls, offset=offset)
+                reply = ctx.cand.time_block(n=block, offset=offset)
             else:
-                reply = ctx.ref.time_block(mode=side, n=opts.block_calls, offset=offset)
+                reply = ctx.ref.time_block(mode=side, n=block, offset=offset)
             wall_ms = (time.perf_counter_ns() - t0) / 1e6
-            block = [float(x) for x in reply["times"]]
-            times[side] += block
+            got = [float(x) for x in reply["times"]]
+            times[side] += got
             walls[side] += [float(x) for x in reply["walls"]]
-            outer[side].append((wall_ms, sum(block), len(block)))
+            outer[side].append((wall_ms, sum(got), len(got)))
             if side == "cand":
-                if sum(block) > wall_ms * 1.02 + 0.5:  # more time reported than elapsed: a forged clock
-                    forged.append(f"block {rounds}: {sum(block):.3f} ms reported in {wall_ms:.3f} ms")
+                if sum(got) > wall_ms * 1.02 + 0.5:  # more time reported than elapsed: a forged clock
+                    forged.append(f"{tag}block {rounds}: {sum(got):.3f} ms reported in {wall_ms:.3f} ms")
                 if keep:  # decided before, revealed only after the block (A7 phase detection)
                     kept_blocks += 1
-                    paths = {str(i): str(ctx.folders.io / f"timed_{rounds}_{i}.pt") for i in range(input_sets)}
+                    paths = {str(i): str(ctx.folders.io / f"timed_{prefix}{rounds}_{i}.pt") for i in range(input_sets)}
                     saved = ctx.cand.save_kept(paths)["saved"]
-                    rechecks.update(_recheck_outputs(ctx, f"block {rounds}", saved, paths))
-        offset += opts.block_calls
+                    rechecks.update(_recheck_outputs(ctx, f"{tag}block {rounds}", saved, paths))
+        offset += block
         rounds += 1
         n = len(times["cand"])
-        if n >= opts.max_calls:
+        if n >= max_calls:
             break
         if n >= opts.min_calls and kept_blocks and rounds >= MIN_ROUNDS:
             # the medians' precision decides (the speedup is their ratio); the mean's RSE is still reported.
@@ -111,7 +220,7 @@ def _timed_blocks(
                 break
         if ctx.left() < 0.1 * ctx.spec.timeout:
             break
-    return times, walls, outer, forged, rechecks
+    return PairSamples(times, walls, outer, forged, rechecks)
 
 
 def _paper_loop(ctx: Context) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import statistics
 from typing import Any
 
 from evaluator.harness.protocol import EXCESSIVE_SPEEDUP, Options, set_check
-from evaluator.harness.timing import bootstrap_ratio_ci, summarise
+from evaluator.harness.timing import Pair, bootstrap_ratio_ci, hierarchical_ratio_ci, pooled_ratio, summarise
 
 Samples = dict[str, list[float]]  # side ("cand", "tf32", "fp32", "compile") -> per-call ms
 OuterBlocks = dict[str, list[tuple[float, float, int]]]  # side -> per block (orchestrator wall ms, reported ms, calls)
@@ -34,18 +34,20 @@ def fill_timing_record(
     input_sets: int,
     fresh_times: list[float],
     fresh_base_times: list[float],
+    pairs: list[Pair] | None = None,
 ) -> None:
     """Fill `record` (timing section, speedups, timing checks) in place.
 
     The order matters: the fresh-input correction and the wall-clock fallback each scale the speedups the step
-    before produced, and the plausibility check judges the figure left after both.
+    before produced, and the plausibility check judges the figure left after both. `pairs`: each process pair's
+    (tf32 baseline, candidate) call times, when timing ran in more than one (the interval then covers their spread).
     """
     timing = record["timing"]
     describe_method(timing, setup, opts, cuda=cuda, input_sets=input_sets)
     summarise_sides(timing, times, setup, opts)
     c_med = timing["candidate"]["median_ms"]
     if c_med and c_med > 0:  # no speedup from an empty or zero candidate median
-        compute_speedups(record, times, c_med, opts)
+        compute_speedups(record, times, c_med, opts, pairs=pairs)
         if fresh_times:
             fresh_input_check(record, c_med, fresh_times, fresh_base_times)
     wallclock_crosscheck(record, walls, outer, c_med, opts)
@@ -61,7 +63,7 @@ def describe_method(
     timing["method"] = "cuda_event" if cuda else "cpu_perf_counter"
     timing["device_kind"] = "cuda" if cuda else "cpu"
     timing["l2_flush"] = setup["flush"]
-    timing["order"] = "alternating blocks (ABAB), " + f"{opts.block_calls} calls per block"
+    timing["order"] = "alternating blocks (ABAB)"
     timing["input_sets"] = input_sets
     timing["precision"] = {
         "candidate": "tf32 flags on",
@@ -83,15 +85,22 @@ def summarise_sides(timing: dict[str, Any], times: Samples, setup: dict[str, Any
         timing["baseline_compile"] = {"error": setup.get("compile_error")}
 
 
-def compute_speedups(record: dict[str, Any], times: Samples, c_med: float, opts: Options) -> None:
-    """Median-over-median speedups against each baseline, and a bootstrap interval for the tf32 one (the headline
-    figure). The bootstrap seed is secret so the interval cannot be anticipated; quick runs resample less."""
+def compute_speedups(
+    record: dict[str, Any], times: Samples, c_med: float, opts: Options, pairs: list[Pair] | None = None
+) -> None:
+    """Median-over-median speedups against each baseline (medians of the calls pooled over process pairs), and a
+    bootstrap interval for the tf32 one (the headline figure): over calls with one process pair, over pairs then
+    calls with several (timing.hierarchical_ratio_ci). The bootstrap seed is secret so the interval cannot be
+    anticipated; quick runs resample less."""
     timing = record["timing"]
     resamples = 500 if opts.quick else 2000
     record["speedup"] = timing["baseline_tf32"]["median_ms"] / c_med
-    record["speedup_ci"] = bootstrap_ratio_ci(
-        times["tf32"], times["cand"], resamples=resamples, seed=secrets.randbits(32)
-    )
+    if pairs and len(pairs) > 1:
+        record["speedup_ci"] = hierarchical_ratio_ci(pairs, resamples=resamples, seed=secrets.randbits(32))
+    else:
+        record["speedup_ci"] = bootstrap_ratio_ci(
+            times["tf32"], times["cand"], resamples=resamples, seed=secrets.randbits(32)
+        )
     record["speedup_fp32"] = timing["baseline_fp32"]["median_ms"] / c_med
     if "compile" in times:
         record["speedup_compile"] = timing["baseline_compile"]["median_ms"] / c_med
@@ -131,6 +140,11 @@ def _overhead(blocks: list[tuple[float, float, int]]) -> float:
     return statistics.median(per_block) if per_block else 0.0
 
 
+def _calls_per_block(outer: OuterBlocks) -> float:
+    sizes = [n for blocks in outer.values() for _, _, n in blocks]
+    return max(statistics.median(sizes), 1) if sizes else 10.0
+
+
 def _per_call(blocks: list[tuple[float, float, int]]) -> float | None:
     """Median per-call time on the orchestrator's clock."""
     per_block = [wall / max(n, 1) for wall, _, n in blocks]
@@ -148,7 +162,9 @@ def wallclock_crosscheck(
     b_wall = statistics.median(walls["tf32"]) if walls["tf32"] else None
     inner_ratio = (c_wall / c_med) if (c_wall and c_med) else None
     excess = _overhead(outer["cand"]) - _overhead(outer["tf32"])
-    slack = 0.5 * (c_med or 0) + max(0.05, 2.0 / opts.block_calls)  # pipe round trips jitter
+    # pipe round trips jitter: 2 ms per block, i.e. 2 / calls per call (blocks of short calls are sized to last
+    # opts.target_block_ms, so this is a small fraction of a call; timing.calls_per_block)
+    slack = 0.5 * (c_med or 0) + 2.0 / _calls_per_block(outer)
     inner_bad = inner_ratio is not None and inner_ratio > 1.5 and (c_wall or 0) - (c_med or 0) > 0.05
     # On CPU too: the candidate process's own clock can be rebound or its reply forged (A4, A5); only the
     # orchestrator's clock is out of its reach.
@@ -209,3 +225,35 @@ def speedup_plausible_check(record: dict[str, Any]) -> None:
             plausible,
             f"speedup {speedup:.3g}x " + ("<=" if plausible else "> ") + f"{EXCESSIVE_SPEEDUP:g}x",
         )
+
+
+def describe_pairs(
+    record: dict[str, Any], pairs: list[Any], *, wanted: int, block_calls: int, skipped: str, opts: Options
+) -> None:
+    """Per-process-pair medians (`timing.pairs`), so a reader sees the spread between processes that the interval
+    covers, and how the blocks were sized. `pairs`: timing_phase.PairSamples."""
+    timing = record["timing"]
+    timing["block_calls"] = block_calls
+    timing["order"] = f"alternating blocks (ABAB), {block_calls} calls per block"
+    rows = []
+    for index, pair in enumerate(pairs, 1):
+        base, cand = pair.times["tf32"], pair.times["cand"]
+        rows.append(
+            {
+                "pair": index,
+                "baseline_tf32_median_ms": statistics.median(base) if base else None,
+                "candidate_median_ms": statistics.median(cand) if cand else None,
+                "speedup": pooled_ratio([(base, cand)]),
+                "calls": len(cand),
+            }
+        )
+    timing["pairs"] = rows
+    if len(pairs) > 1:
+        method = f"hierarchical bootstrap over {len(pairs)} process pairs, then calls (pooled medians)"
+    else:
+        method = "bootstrap over calls (one process pair)"
+    timing["ci_method"] = method
+    timing["process_pairs_policy"] = (
+        f"{wanted} pairs wanted (baseline median below {opts.pairs_below_ms:g} ms: {opts.process_pairs} pairs, "
+        f"else 1); {skipped or f'{len(pairs)} run'}"
+    )

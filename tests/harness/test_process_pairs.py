@@ -1,0 +1,86 @@
+"""Issue 17, part 2: error bars that cover what a re-run would show (a speedup and interval over independent
+process pairs for short problems), and blocks of short calls sized so the wall-clock cross-check's allowance is a
+small fraction of a call."""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+from evaluator.harness.protocol import Options, validate_result
+from evaluator.harness.timing import bootstrap_ratio_ci, calls_per_block, hierarchical_ratio_ci, pooled_ratio
+
+
+def _calls(median: float, n: int, seed: int, spread: float = 0.01) -> list[float]:
+    rng = random.Random(seed)
+    return [median * (1 + rng.gauss(0, spread)) for _ in range(n)]
+
+
+def test_one_pair_is_the_plain_call_bootstrap():
+    base, cand = _calls(0.40, 300, 1), _calls(0.20, 300, 2)
+    assert hierarchical_ratio_ci([(base, cand)], resamples=300, seed=5) == bootstrap_ratio_ci(
+        base, cand, resamples=300, seed=5
+    )
+    assert hierarchical_ratio_ci([], resamples=10) is None
+
+
+def test_the_interval_holds_the_pooled_ratio_and_widens_when_pairs_disagree():
+    # two processes: the baseline's GEMM at 0.40 ms in one and 0.47 ms in the other (bundle-h200.md, section F)
+    agree = [(_calls(0.40, 400, 1), _calls(0.20, 400, 2)), (_calls(0.40, 400, 3), _calls(0.20, 400, 4))]
+    disagree = [(_calls(0.40, 400, 1), _calls(0.20, 400, 2)), (_calls(0.47, 400, 3), _calls(0.20, 400, 4))]
+    for pairs in (agree, disagree):
+        low, high = hierarchical_ratio_ci(pairs, resamples=400, seed=7)
+        assert low <= pooled_ratio(pairs) <= high
+    a_low, a_high = hierarchical_ratio_ci(agree, resamples=400, seed=7)
+    d_low, d_high = hierarchical_ratio_ci(disagree, resamples=400, seed=7)
+    assert d_high - d_low > 5 * (a_high - a_low)
+    # it reaches (close to) each process's own ratio: what a re-run in either process would report
+    assert d_low < 2.02 and d_high > 2.33
+    # one process's calls-only interval misses the other process's ratio: what issue 17 saw (disjoint CIs)
+    one_low, one_high = bootstrap_ratio_ci(*disagree[0], resamples=400, seed=7)
+    assert not one_low <= pooled_ratio(disagree[1:]) <= one_high
+
+
+def test_pooled_ratio_is_the_ratio_of_pooled_medians():
+    pairs = [([1.0, 2.0, 3.0], [1.0, 1.0, 1.0]), ([4.0, 5.0], [2.0, 2.0])]
+    assert pooled_ratio(pairs) == statistics.median([1.0, 2.0, 3.0, 4.0, 5.0]) / 1.0
+
+
+def test_blocks_of_short_calls_last_the_target_so_the_allowance_is_a_small_fraction_of_a_call():
+    assert calls_per_block(10, 5.0, 20.0, 1000) == 10  # long calls: the option's block stands
+    assert calls_per_block(10, 0.1, 20.0, 1000) == 200
+    assert calls_per_block(10, 0.001, 20.0, 1000) == 1000  # capped
+    assert calls_per_block(10, None, 20.0, 1000) == 10
+    for wall in (0.05, 0.1, 0.2, 0.5, 1.0):
+        block = calls_per_block(10, wall, 20.0, 1000)
+        assert 2.0 / block <= 0.1 * wall + 1e-12  # the 2 ms per block allowance: <= 10 % of a baseline call
+
+
+def test_quick_mode_keeps_one_pair_and_the_full_protocol_two():
+    assert Options.build({"quick": True}).process_pairs == 1
+    assert Options.build({}).process_pairs == 2 and Options.build({}).pairs_below_ms == 1.0
+    assert Options.build({"quick": True, "process_pairs": 2}).process_pairs == 2
+
+
+def test_a_short_problem_is_timed_in_two_process_pairs_on_request(evaluate):
+    record = evaluate("linear_bn", "linear_bn_correct", process_pairs=2, pairs_below_ms=1000.0)
+    validate_result(record)
+    assert record["status"] == "ok" and record["correct"] is True, record["error"]
+    timing = record["timing"]
+    assert len(timing["pairs"]) == 2, timing.get("process_pairs_policy")
+    assert all(p["calls"] > 0 and p["speedup"] > 0 for p in timing["pairs"])
+    assert timing["ci_method"].startswith("hierarchical bootstrap over 2 process pairs")
+    low, high = record["speedup_ci"]
+    assert low <= record["speedup"] <= high or record["timing"]["wallclock"] is None
+    assert timing["candidate"]["calls"] == sum(p["calls"] for p in timing["pairs"])  # pooled
+    assert "pair_2_start" in record["phases"] and "timing_loop_pair_2" in record["phases"]
+    assert record["params_randomised"] is True
+    for name in ("timed_output_recheck", "timer_integrity", "thread_count"):
+        assert next(c for c in record["checks"] if c["name"] == name)["passed"] is True, name
+
+
+def test_a_long_problem_stays_in_one_pair(evaluate):
+    record = evaluate("relu", "relu_correct", process_pairs=2, pairs_below_ms=0.0)
+    assert record["status"] == "ok", record["error"]
+    assert len(record["timing"]["pairs"]) == 1 and "one process pair" in record["timing"]["ci_method"]
+    assert record["timing"]["block_calls"] >= 5
