@@ -2,6 +2,21 @@ from django.contrib import admin
 
 from catalogue.models import LLM, ApiToken, Kernel, Problem, Submission
 from evaluator.admin_actions import rerun_submissions
+from evaluator.services.degenerate import problem_degenerate_review
+
+
+@admin.action(description="Confirm the selected problems as degenerate (out of the rankings)")
+def confirm_degenerate(modeladmin: admin.ModelAdmin, request, queryset) -> None:
+    for problem in queryset:
+        problem_degenerate_review(problem=problem, action="confirm", user=request.user)
+    modeladmin.message_user(request, f"Confirmed {queryset.count()} problem(s) as degenerate.")
+
+
+@admin.action(description="Clear the degenerate status of the selected problems (back in the rankings)")
+def clear_degenerate(modeladmin: admin.ModelAdmin, request, queryset) -> None:
+    for problem in queryset:
+        problem_degenerate_review(problem=problem, action="clear", user=request.user)
+    modeladmin.message_user(request, f"Cleared {queryset.count()} problem(s); new evidence marks them again.")
 
 
 @admin.register(LLM)
@@ -28,9 +43,11 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 @admin.register(Problem)
 class ProblemAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "problem_set", "level", "problem_id", "core", "active", "is_latest", "sha256"]
-    list_filter = ["problem_set", "level", "core", "active", "is_latest", "is_demo"]
+    list_display = ["__str__", "problem_set", "level", "problem_id", "core", "active", "degenerate", "is_latest"]
+    list_filter = ["problem_set", "level", "core", "active", "degenerate", "is_latest", "is_demo"]
     search_fields = ["name", "sha256"]
+    raw_id_fields = ["degenerate_reviewed_by"]
+    actions = [confirm_degenerate, clear_degenerate]
 
 
 @admin.register(Submission)

@@ -7,6 +7,7 @@ urlpatterns: list = [
     path("", views.index, name="index"),
     path("problems/", views_browse.problem_list, name="problem-list"),
     path("problems/<int:pk>/", views.problem_detail, name="problem-detail"),
+    path("problems/<int:pk>/degenerate/", views.problem_degenerate, name="problem-degenerate"),
     path("llms/", views_browse.llm_list, name="llm-list"),
     path("compare/", views_browse.compare, name="compare"),
     path("llms/<int:pk>/", views.llm_detail, name="llm-detail"),

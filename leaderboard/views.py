@@ -6,12 +6,16 @@ import gzip
 from functools import lru_cache
 
 import plotly
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_cache_control, patch_vary_headers
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
+from catalogue.models import Problem
+from evaluator.services.degenerate import problem_degenerate_review
 from leaderboard import charts
 from leaderboard.board_request import board_request
 from leaderboard.selectors.pages import llm_page, problem_page
@@ -153,6 +157,24 @@ def index(request: HttpRequest) -> HttpResponse:
 def problem_detail(request: HttpRequest, pk: int) -> HttpResponse:
     page = problem_page(pk=pk, hardware=request.GET.get("hardware") or None)
     return render(request, "leaderboard/problem_detail.html", {"page": page, "problem": page.problem})
+
+
+@require_POST
+def problem_degenerate(request: HttpRequest, pk: int) -> HttpResponse:
+    """Staff only: confirm or clear a problem's degenerate status, with a note."""
+    if not (request.user.is_authenticated and request.user.is_staff):
+        raise PermissionDenied("staff only")
+    problem = get_object_or_404(Problem, pk=pk)
+    action = request.POST.get("action", "")
+    try:
+        problem = problem_degenerate_review(
+            problem=problem, action=action, user=request.user, note=request.POST.get("note", "")
+        )
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{problem.key} is now: {problem.get_degenerate_display()}.")
+    return redirect(problem.get_absolute_url())
 
 
 @require_GET

@@ -17,7 +17,7 @@ from evaluator.services.results import results_changed, results_version
 
 # Part of every key: bump it when the cached objects change shape (LeaderboardData gained problem_counts and
 # failures), so a shared cache never hands a new process an old pickle.
-SCHEMA = "s2"
+SCHEMA = "s3"  # s3: baseline rows' `evaluations`, the inactive problems' degenerate status
 T = TypeVar("T")
 
 _MEMO: OrderedDict[str, object] = OrderedDict()  # key -> value, newest last

@@ -193,34 +193,38 @@ def _baseline_rows(
     *, hardware: str, problem_set: str, problem_counts: Mapping[int | None, int]
 ) -> dict[int | None, list[LeaderboardRow]]:
     """Reference rows: TF32 eager is 1.0x by definition; FP32 eager and torch.compile are expressed on the same
-    scale (TF32 time / their time) so they read like any kernel's speedup. Latest measurement per setting wins.
+    scale (TF32 time / their time) so they read like any kernel's speedup. Each stored Baseline is the median over
+    the evaluations of its setting (evaluator.services.baselines); the latest-updated setting per problem wins.
+    `evaluations` is how many evaluations the row's baselines aggregate, summed over its problems.
     Their fast_p is over the problems measured (coverage shows how many of the set that is)."""
     latest: dict[tuple[int, str], tuple] = {}
+    counts: dict[tuple[int, str], int] = {}
     level_of: dict[int, int] = {}
-    for problem_pk, level, precision, median_ms, peak in (
+    for problem_pk, level, precision, median_ms, peak, evaluations in (
         Baseline.objects.filter(hardware=hardware, problem__active=True, problem__problem_set=problem_set)
         .order_by("measured_at")
-        .values_list("problem_id", "problem__level", "precision", "median_ms", "peak_memory_bytes")
+        .values_list("problem_id", "problem__level", "precision", "median_ms", "peak_memory_bytes", "evaluations")
     ):
         latest[(problem_pk, precision)] = (median_ms, peak)
+        counts[(problem_pk, precision)] = evaluations
         level_of[problem_pk] = level
     out: dict[int | None, list[LeaderboardRow]] = defaultdict(list)
     for precision, label in BASELINE_ROWS:
-        per_problem: dict[int, tuple[float, float | None]] = {}
+        per_problem: dict[int, tuple[float, float | None, int]] = {}
         for (problem_pk, prec), (median_ms, peak) in latest.items():
             tf32 = latest.get((problem_pk, Baseline.Precision.TF32))  # type: ignore[arg-type]  # TextChoices: mypy without django-stubs sees a tuple
             if prec != precision or tf32 is None:
                 continue
             ratio = tf32[1] / peak if tf32[1] and peak else None
-            per_problem[problem_pk] = (tf32[0] / median_ms, ratio)
+            per_problem[problem_pk] = (tf32[0] / median_ms, ratio, counts[(problem_pk, prec)])
         if not per_problem:
             continue
         for level in (None, *LEVELS):
             values = [v for pk, v in per_problem.items() if level is None or level_of[pk] == level]
             if not values:
                 continue
-            speedups = [s for s, _ in values]
-            ratios = [r for _, r in values if r is not None]
+            speedups = [s for s, _, _ in values]
+            ratios = [r for _, r, _ in values if r is not None]
             problems = max(problem_counts.get(level, 0), len(values))
             out[level].append(
                 LeaderboardRow(
@@ -236,6 +240,7 @@ def _baseline_rows(
                     memory_efficiency=geomean(ratios),
                     mem_efficient_pct=pct(sum(1 for r in ratios if r > 1), len(ratios)),
                     mem_increased_pct=pct(sum(1 for r in ratios if r < 1), len(ratios)),
+                    evaluations=sum(n for _, _, n in values),
                 )
             )
     return out
@@ -305,7 +310,7 @@ def compute_leaderboard(*, hardware: str, problem_set: str) -> LeaderboardData:
     inactive = list(
         Problem.objects.filter(problem_set=problem_set, active=False, is_latest=True, core=True)
         .order_by("level", "problem_id")
-        .values_list("pk", "level", "problem_id", "name", "inactive_reason")
+        .values_list("pk", "level", "problem_id", "name", "inactive_reason", "degenerate")
     )
     return LeaderboardData(
         hardware=hardware,

@@ -82,6 +82,7 @@ class LeaderboardRow:
     standard_correct: int = 0
     inflation: float | None = None  # standard / verified
     rank: int | None = None
+    evaluations: int | None = None  # baseline rows: evaluations aggregated into their per-problem medians, summed
 
     @property
     def is_baseline(self) -> bool:
@@ -133,7 +134,8 @@ class LeaderboardData:
     problems: dict[int, tuple[int, int, str]]  # problem pk -> (level, problem_id, name), attempted active only
     cells: dict[int, dict[int, Cell]]  # problem pk -> llm id -> chosen eligible kernel
     decomposition: dict[int, dict[int, Counter]]  # llm id -> level -> Counter over DECOMPOSITION_KEYS
-    inactive: list[tuple[int, int, int, str, str]] = field(default_factory=list)  # (pk, level, id, name, reason)
+    # (pk, level, id, name, reason, degenerate status of catalogue.Problem.Degenerate)
+    inactive: list[tuple[int, int, int, str, str, str]] = field(default_factory=list)
     problem_counts: dict[int | None, int] = field(default_factory=dict)  # level (None = all) -> active problems
     failures: dict[int, dict[int, str]] = field(default_factory=dict)  # problem pk -> llm id -> "incorrect"/"hack"
 

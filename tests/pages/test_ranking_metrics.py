@@ -69,7 +69,7 @@ def test_inactive_problems_are_excluded_and_listed(add_sample, level1):
     overall = {r.name: r for r in data.rows[None]}["A"]
     assert (overall.attempted, overall.correct, overall.speedup) == (1, 1, pytest.approx(2.0))
     assert 2 not in data.rows  # no level-2 row: its only problem is inactive
-    assert [(lv, pid, reason) for _, lv, pid, _, reason in data.inactive] == [(2, 23, "constant output")]
+    assert [(lv, pid, reason) for _, lv, pid, _, reason, _ in data.inactive] == [(2, 23, "constant output")]
 
 
 def test_levels_overall_and_hardware_are_separate(add_sample, level1):
