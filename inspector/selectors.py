@@ -142,6 +142,11 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None) -> Ke
         distributions = list(DistributionResult.objects.filter(evaluation=evaluation).order_by("name"))
     if not distributions:  # older records keep them only in the JSON
         distributions = list(result.distributions)
+    # How far each distribution was from passing (worst element against atol + rtol*|ref|, count beyond it):
+    # kept in the record only, so each row gets its record entry (None for records older than schema 2).
+    in_record = {d.name: d for d in result.distributions if d.worst_ratio is not None}
+    for d in distributions:
+        d.how_far = in_record.get(d.name)  # type: ignore[union-attr]
     if evaluation:  # for the one-line verdict ("Incorrect: D4 (x-1) failed")
         evaluation.failed_distribution_names = [d.name for d in distributions if d.passed is False and not d.skipped]
 

@@ -6,13 +6,18 @@ from typing import Any
 
 import torch
 
+from evaluator.harness.protocol import tolerance_for
+
 CHUNK = 1 << 27  # elements per comparison chunk (512 MiB of float32)
 
 
 def compare_outputs(out: Any, ref: torch.Tensor, tol: float) -> dict[str, Any]:
     """Compare a candidate output with the reference; `out` was loaded with weights_only=True.
 
-    NaN/Inf in the output pass only where the reference holds the same value at the same place.
+    `tol` is the gate's atol = rtol for fp32; a half-precision reference raises it (protocol.tolerance_for).
+    NaN/Inf in the output pass only where the reference holds the same value at the same place. Besides the
+    verdict: how far the output was from passing, `worst_ratio` (the largest |out - ref| / (atol + rtol * |ref|),
+    above 1 where it fails) and `beyond_tolerance` (elements over it, of `elements`).
     """
     result: dict[str, Any] = {"passed": False, "max_abs_error": None, "max_rel_error": None, "reason": ""}
     if type(out) is not torch.Tensor:
@@ -36,12 +41,14 @@ def compare_outputs(out: Any, ref: torch.Tensor, tol: float) -> dict[str, Any]:
             diff = (out.double() - ref.double()).abs().max().item() if out.numel() else 0.0
             result.update(max_abs_error=diff, reason=f"integer output differs (max abs {diff:.3g})")
         return result
+    tol = tolerance_for(str(ref.dtype), tol)
+    result.update(atol=tol, rtol=tol, elements=int(out.numel()))
     if out.numel() == 0:
-        result.update(passed=True, max_abs_error=0.0, max_rel_error=0.0)
+        result.update(passed=True, max_abs_error=0.0, max_rel_error=0.0, worst_ratio=0.0, beyond_tolerance=0)
         return result
     work = torch.float64 if ref.dtype == torch.float64 else torch.float32
     bad_special = over = 0
-    max_abs = max_rel = 0.0
+    max_abs = max_rel = worst = 0.0
     flat_o, flat_r = out.reshape(-1), ref.reshape(-1)
     for start in range(0, flat_r.numel(), CHUNK):  # chunks bound the temporaries for multi-GB outputs
         o = flat_o[start : start + CHUNK].to(work)
@@ -51,17 +58,28 @@ def compare_outputs(out: Any, ref: torch.Tensor, tol: float) -> dict[str, Any]:
         bad_special += int((~finite & ~same_special).sum().item())
         zero = torch.zeros((), dtype=work, device=o.device)
         diff = torch.where(finite, (o - r).abs(), zero)
-        over += int(((diff > tol + tol * r.abs()) & finite).sum().item())
+        allowed = tol + tol * r.abs()
+        over += int(((diff > allowed) & finite).sum().item())
+        worst = max(worst, float((diff / allowed).max().item()))
         max_abs = max(max_abs, float(diff.max().item()))
         nonzero = finite & (r != 0)
         rel = torch.where(nonzero, diff / r.abs().clamp_min(torch.finfo(work).tiny), zero)
         max_rel = max(max_rel, float(rel.max().item()))
-        del o, r, diff, rel, finite, same_special, nonzero
-    result.update(max_abs_error=max_abs, max_rel_error=max_rel, passed=(bad_special == 0 and over == 0))
+        del o, r, diff, rel, finite, same_special, nonzero, allowed
+    result.update(
+        max_abs_error=max_abs,
+        max_rel_error=max_rel,
+        worst_ratio=worst,
+        beyond_tolerance=over + bad_special,
+        passed=(bad_special == 0 and over == 0),
+    )
     if bad_special:
         result["reason"] = f"{bad_special} NaN/Inf values where the reference has none"
     elif over:
-        result["reason"] = f"{over} of {out.numel()} elements beyond tolerance (max abs error {max_abs:.3g})"
+        result["reason"] = (
+            f"{over} of {out.numel()} elements beyond tolerance (max abs error {max_abs:.3g}, worst element "
+            f"{worst:.3g}x its allowance atol + rtol*|ref| at atol = rtol = {tol:g})"
+        )
     return result
 
 

@@ -63,6 +63,7 @@ def _distribution(ctx: Context, dist: dict[str, Any]) -> None:
             errors_abs.append(res["max_abs_error"])
         if res.get("max_rel_error") is not None:
             errors_rel.append(res["max_rel_error"])
+        _how_far(dist, res)
         if not res.get("passed"):
             passed = False
             dist["error"] = dist["error"] or res.get("reason", "")[:300]
@@ -72,6 +73,18 @@ def _distribution(ctx: Context, dist: dict[str, Any]) -> None:
             max_abs_error=max(errors_abs, default=None),
             max_rel_error=max(errors_rel, default=None),
         )
+
+
+def _how_far(dist: dict[str, Any], res: dict[str, Any]) -> None:
+    """How far this distribution's worst trial was from passing: the worst element's |err| against its allowance
+    atol + rtol*|ref| (a ratio, > 1 where it fails) and the largest count of elements beyond it in one trial."""
+    if res.get("atol") is None:
+        return  # not compared element by element (not a plain tensor, wrong shape or dtype, integer output)
+    dist.update(atol=res["atol"], rtol=res["rtol"], elements=res.get("elements"))
+    if res.get("worst_ratio") is not None:
+        dist["worst_ratio"] = max(dist.get("worst_ratio") or 0.0, float(res["worst_ratio"]))
+    if res.get("beyond_tolerance") is not None:
+        dist["beyond_tolerance"] = max(dist.get("beyond_tolerance") or 0, int(res["beyond_tolerance"]))
 
 
 def trial(

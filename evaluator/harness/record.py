@@ -23,7 +23,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
 HARNESS_VERSION = "1.0.0"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "rejected")
 DISTRIBUTIONS: tuple[tuple[str, float], ...] = (("D1", 1.0), ("D2", 3.0), ("D3", 0.01), ("D4", -1.0))
@@ -116,7 +116,13 @@ class _Part:
         return tuple(f.name for f in fields(cls) if f.name != "extra" and f.metadata.get("required", True))
 
     def to_dict(self) -> dict[str, Any]:
-        out = {name: _plain(getattr(self, name)) for name in self.keys()}
+        """Every required field; an optional one only when it holds a value (records that predate it round-trip)."""
+        optional = set(self.keys()) - set(self.required_keys())
+        out = {
+            name: _plain(getattr(self, name))
+            for name in self.keys()
+            if name not in optional or getattr(self, name) is not None
+        }
         out.update((k, v) for k, v in self.extra.items() if k not in out)
         return out
 
@@ -179,6 +185,14 @@ class Distribution(_Part):
     max_rel_error: float | None = _spec(default=None)
     trials: int = _spec(default=0)
     error: str = _spec(default="")
+    # How far from passing (schema 2; null in older records): the gate's atol = rtol for the output's dtype, the
+    # worst element's |err| / (atol + rtol * |ref|) over the trials (> 1: failed), and the worst trial's count of
+    # elements beyond it (NaN/Inf mismatches included) out of `elements` per output.
+    atol: float | None = _spec(_opt_num, required=False, default=None)
+    rtol: float | None = _spec(_opt_num, required=False, default=None)
+    worst_ratio: float | None = _spec(_opt_num, required=False, default=None)
+    beyond_tolerance: int | None = _spec(_opt_num, required=False, default=None)
+    elements: int | None = _spec(_opt_num, required=False, default=None)
 
 
 @dataclass
@@ -308,6 +322,7 @@ class Record(_Part):
 # Each step turns a record of version N (the key) into one of version N + 1.
 _UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     0: lambda data: data,  # version 1 only added schema_version itself
+    1: lambda data: data,  # version 2 added optional fields (a distribution's atol, rtol, worst_ratio...)
 }
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from evaluator.harness.context import Context
 from evaluator.harness.errors import CandidateFailed
 from evaluator.harness.protocol import (
+    HALF_PRECISION_TOLERANCE,
     HARD_CHECKS,
     HARNESS_VERSION,
     STANDARD_TOLERANCE,
@@ -164,7 +165,12 @@ def environment(ctx: Context) -> None:
             "randomise_params": opts.randomise_params,
             "verified_trials": opts.verified_trials,
         },
-        tolerance={"verified": VERIFIED_TOLERANCE, "standard": STANDARD_TOLERANCE},
+        # atol = rtol of each gate for fp32 outputs; an fp16 or bf16 reference output raises it to half_precision's
+        tolerance={
+            "verified": VERIFIED_TOLERANCE,
+            "standard": STANDARD_TOLERANCE,
+            "half_precision": dict(HALF_PRECISION_TOLERANCE),
+        },
     )
     env.setdefault("precision_flags", None)  # filled by integrity() from both workers; null: no kernel call ran
     ctx.record["phases"]["total"] = round(time.monotonic() - ctx.deadline.start, 3)

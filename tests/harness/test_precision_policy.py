@@ -32,3 +32,76 @@ def test_torch_operator_kernel_records_flags_per_phase(evaluate):
     assert check(record, "timed_output_recheck")["passed"] is True
     flags = record["environment"]["precision_flags"]
     assert flags["correctness"]["candidate"] == FP32 and flags["timing"]["candidate"] == TF32
+
+
+NINE_WRONG = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.relu(x).clone()
+        out.view(-1)[:9] += 5e-3  # nine elements past the 1e-3 gate (|ref| <= 3 under D2: allowance <= 4e-3)
+        return out
+"""
+
+SCALED = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x.float() * 1.004).to(x.dtype)  # 0.4 % off: about 8 fp16 units in the last place
+"""
+
+
+def test_a_failing_distribution_says_how_far_it_was_from_passing(evaluate):
+    record = evaluate("relu", kernel_source=NINE_WRONG)
+    assert record["correct"] is False
+    for name in ("D1", "D2", "D3", "D4"):
+        d = dist(record, name)
+        assert d["passed"] is False and d["beyond_tolerance"] == 9 and d["elements"] == 64 * 512, d
+        assert d["atol"] == d["rtol"] == 1e-3
+        assert 1.0 < d["worst_ratio"] <= 5.001, d  # 5e-3 against 1e-3 + 1e-3 * |ref|
+    assert "worst element" in dist(record, "D1")["error"]
+
+
+def test_compare_reports_ratio_and_count():
+    torch = __import__("torch")
+    from evaluator.harness.compare import compare_outputs
+
+    ref = torch.ones(1000)
+    out = ref.clone()
+    out[:9] += 2.6e-3
+    res = compare_outputs(out, ref, 1e-3)
+    assert res["passed"] is False and res["beyond_tolerance"] == 9 and res["elements"] == 1000
+    assert abs(res["worst_ratio"] - 1.3) < 1e-3
+    assert compare_outputs(ref.clone(), ref, 1e-3)["worst_ratio"] == 0.0
+
+
+def test_half_precision_tolerance_policy():
+    torch = __import__("torch")
+    from evaluator.harness.compare import compare_outputs
+    from evaluator.harness.protocol import tolerance_for
+
+    assert tolerance_for("torch.float32", 1e-3) == 1e-3  # the paper's gate stays for fp32
+    assert tolerance_for("torch.float64", 1e-3) == 1e-3
+    assert tolerance_for("torch.float16", 1e-3) == 1e-2
+    assert tolerance_for("torch.bfloat16", 1e-3) == 2e-2
+    assert tolerance_for("torch.bfloat16", 5e-2) == 5e-2  # a looser gate is never tightened
+    ref = torch.linspace(0.5, 3.0, 4096)
+    off = ref * 1.004  # 0.4 % off: fails fp32's 1e-3, within fp16's 1e-2
+    assert compare_outputs(off, ref, 1e-3)["passed"] is False
+    half = compare_outputs(off.half(), ref.half(), 1e-3)
+    assert half["passed"] is True and half["atol"] == 1e-2 and half["worst_ratio"] < 1
+    assert compare_outputs((ref * 1.015).bfloat16(), ref.bfloat16(), 1e-3)["passed"] is True
+    assert compare_outputs((ref * 1.05).bfloat16(), ref.bfloat16(), 1e-3)["passed"] is False
+
+
+def test_a_half_precision_problem_is_judged_by_the_half_precision_tolerance(evaluate):
+    record = evaluate("relu_half", kernel_source=SCALED)
+    assert record["correct"] is True, record["error"]  # failed D1-D4 at 1e-3 before the policy
+    assert dist(record, "D1")["atol"] == 1e-2 and dist(record, "D1")["worst_ratio"] < 1
+    assert record["environment"]["tolerance"]["half_precision"] == {"float16": 1e-2, "bfloat16": 2e-2}

@@ -180,3 +180,24 @@ def test_inspector_says_which_sandbox_ran_the_kernel(client, add_sample, sandbox
     evaluation = add_sample("boxed", ProblemFactory(level=1, problem_id=20), result=record)
     html = get(client, evaluation)
     assert "Sandbox: " in html and sandbox in html and shown in html
+
+
+def test_inspector_shows_how_far_a_failing_distribution_was_from_passing(client, add_sample):
+    """Issue 17 part 4: 9 wrong elements in 134 million at 1.3x their allowance read differently from a hack."""
+    result = Record(status="ok", correct=False).to_dict()
+    result["distributions"][1].update(
+        passed=False,
+        trials=2,
+        max_abs_error=2.6e-3,
+        atol=1e-3,
+        rtol=1e-3,
+        worst_ratio=1.3,
+        beyond_tolerance=9,
+        elements=134217728,
+        error="9 of 134217728 elements beyond tolerance",
+    )
+    evaluation = add_sample("x", ProblemFactory(), correct=False, speedup=None)
+    type(evaluation).objects.filter(pk=evaluation.pk).update(result=result)
+    html = get(client, evaluation)
+    assert "How far from passing" in html
+    assert "worst element 1.30× its allowance; 9 of 134217728 elements beyond (atol = rtol = 1.00e-03)" in html
