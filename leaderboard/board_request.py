@@ -32,17 +32,19 @@ class BoardRequest:
 
 def board_request(query: Mapping[str, str]) -> BoardRequest:
     """Malformed values (control characters, non-labels, unknown levels or sort keys) mean the default, never a
-    header or cache key built from them. Costs the board-version query and the (cached) choices."""
+    header or cache key built from them. Without ?problem_set= a board opens on a set its hardware has results
+    for. Costs the board-version query and the (cached) choices."""
     version = board_version()
     choices = board_choices(version=version)
     level = query.get("level") or ""
     sort = query.get("sort") or DEFAULT_SORT
     sort_key, descending = parse_sort(sort)
+    hardware = label_param(query.get("hardware")) or choices.default_hardware
     return BoardRequest(
         version=version,
         choices=choices,
-        hardware=label_param(query.get("hardware")) or choices.default_hardware,
-        problem_set=short_text(query.get("problem_set")) or choices.default_problem_set,
+        hardware=hardware,
+        problem_set=short_text(query.get("problem_set")) or choices.default_set_for(hardware),
         level=int(level) if level in {str(lv) for lv in LEVELS} else None,
         sort=sort,
         sort_key=sort_key,

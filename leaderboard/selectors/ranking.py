@@ -65,13 +65,17 @@ def _compute_choices() -> BoardChoices:
     default_hw = settings.EVALUATOR_DEFAULT_HARDWARE
     if default_hw not in hardware and hardware:
         default_hw = hardware[0]
-    # The default set among those the default hardware has results for: a CPU demo beside loaded GPU results
-    # (load_gpu_results, kernelbench-main on h200) opens on the demo, not on an empty (cpu, kernelbench-main) board.
-    sets_here = sorted({s for h, s in pairs if h == default_hw}) or problem_sets
-    default_set = settings.PROBLEM_SET_DEFAULT
-    if default_set not in sets_here and sets_here:
-        default_set = sets_here[0]
-    return BoardChoices(hardware, problem_sets, default_hw, default_set)
+    # Per hardware, the default set among those it has results for: a CPU demo beside loaded GPU results
+    # (load_gpu_results, kernelbench-main on h200) opens on the demo, not on an empty (cpu, kernelbench-main) board,
+    # and ?hardware=h200 on kernelbench-main.
+    default_sets = {hw: _default_set(sorted({s for h, s in pairs if h == hw})) for hw in hardware}
+    default_set = default_sets.get(default_hw) or _default_set(problem_sets)
+    return BoardChoices(hardware, problem_sets, default_hw, default_set, default_sets)
+
+
+def _default_set(sets: list[str]) -> str:
+    default = settings.PROBLEM_SET_DEFAULT
+    return default if default in sets or not sets else sets[0]
 
 
 def leaderboard_data(*, hardware: str, problem_set: str, version: str | None = None) -> LeaderboardData:

@@ -17,7 +17,9 @@ from evaluator.services.results import results_changed, results_version
 
 # Part of every key: bump it when the cached objects change shape (LeaderboardData gained problem_counts and
 # failures), so a shared cache never hands a new process an old pickle.
-SCHEMA = "s3"  # s3: baseline rows' `evaluations`, the inactive problems' degenerate status
+SCHEMA = (
+    "s4"  # s3: baseline rows' `evaluations`, the inactive problems' degenerate status; s4: BoardChoices.default_sets
+)
 T = TypeVar("T")
 
 _MEMO: OrderedDict[str, object] = OrderedDict()  # key -> value, newest last

@@ -146,6 +146,11 @@ class BoardChoices:
     problem_sets: list[str]
     default_hardware: str
     default_problem_set: str
+    default_sets: dict[str, str] = field(default_factory=dict)  # hardware -> the set it opens on
+
+    def default_set_for(self, hardware: str) -> str:
+        """The set a board for `hardware` opens on: one that hardware has results for (PROBLEM_SET_DEFAULT if so)."""
+        return self.default_sets.get(hardware, self.default_problem_set)
 
 
 # --------------------------------------------------------------------------------------------------------------
