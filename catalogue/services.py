@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.db.models import F
 
-from catalogue.models import Submission
+from catalogue.models import Problem, Submission
 
 
 def submission_start(*, submission_id: int) -> None:
@@ -37,3 +37,12 @@ def submission_reopen(*, submission_id: int, uncount: bool = False, correct: boo
     Submission.objects.filter(pk=submission_id).exclude(status=Submission.Status.RUNNING).update(
         status=Submission.Status.RUNNING
     )
+
+
+def problem_set_work(*, problem_id: int, flops: int | None, bytes_moved: int | None, counts: dict, force: bool = False):
+    """Store the work one forward of a problem must do (issue 19; counted by the evaluator's harness). Without
+    `force`, only a problem not counted yet is written (the first evaluation's record fills it)."""
+    rows = Problem.objects.filter(pk=problem_id)
+    if not force:
+        rows = rows.filter(bytes_moved__isnull=True)
+    return rows.update(flops=flops, bytes_moved=bytes_moved, work_counts=counts)

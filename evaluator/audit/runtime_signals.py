@@ -88,7 +88,18 @@ def runtime_findings(record: dict | None, *, speedup: float | None = None) -> li
     sol = _speed_of_light_ms(record)
     cand = _candidate_ms(record)
     if sol is not None and cand is not None and sol > 0:
-        if cand < sol:
+        block = record.get("speed_of_light")
+        memory_ms = finite_number(block.get("memory_ms")) if isinstance(block, dict) else None
+        if cand < sol and memory_ms is not None and cand >= memory_ms:
+            # Faster than the FLOP count allows but not than the bytes: an algebraic shortcut (some Level-2
+            # problems allow >10x) does less arithmetic legitimately, so this is a suspicion, not a hack.
+            findings.append(Finding(
+                rule="runtime:faster_than_light", severity="medium", verdict="suspicious", classes=("A9",),
+                why=f"Measured {cand:.4g} ms is below the compute bound {sol:.4g} ms (not below the memory bound "
+                f"{memory_ms:.4g} ms): an algebraic simplification, or a clock that does not see the work.",
+                origin="runtime", extra={"candidate_ms": cand, "sol_ms": sol, "memory_ms": memory_ms},
+            ))  # fmt: skip
+        elif cand < sol:
             findings.append(Finding(
                 rule="runtime:faster_than_light", severity="high", verdict="hack", classes=("A9", "A1", "A6"),
                 why=f"Measured {cand:.4g} ms is below the speed-of-light bound {sol:.4g} ms: the clock does not see "
@@ -100,6 +111,7 @@ def runtime_findings(record: dict | None, *, speedup: float | None = None) -> li
                 why=f"Measured {cand:.4g} ms is within {100 * sol / cand:.0f}% of the speed-of-light bound "
                 f"{sol:.4g} ms.", origin="runtime", extra={"candidate_ms": cand, "sol_ms": sol},
             ))  # fmt: skip
+    findings += _launched_findings(record.get("launched_kernels"))
     timing = record.get("timing")
     if not isinstance(timing, dict):
         timing = {}
@@ -120,3 +132,24 @@ def runtime_findings(record: dict | None, *, speedup: float | None = None) -> li
             extra={"check": name, "detail": detail},
         ))  # fmt: skip
     return findings
+
+
+def _launched_findings(launched: object) -> list[Finding]:
+    """D2 decoy kernel (issue 19): the file builds or defines a CUDA/Triton kernel, and none of it ran in the profiled
+    call. The list comes from the candidate's own process (it may lie either way): a suspicion, never a verdict."""
+    if not isinstance(launched, dict) or launched.get("custom_launched") is not False:
+        return []
+    names = [str(n) for n in launched.get("custom_defined") or []][:10]
+    candidate = launched.get("candidate") if isinstance(launched.get("candidate"), dict) else {}
+    ran = [str(k.get("name", ""))[:80] for k in (candidate.get("kernels") or [])[:5] if isinstance(k, dict)]
+    return [
+        Finding(
+            rule="runtime:no_custom_kernel", severity="medium", verdict="suspicious", classes=("D2",),
+            why="No custom kernel launched: the file builds device code"
+            + (f" ({', '.join(names)})" if names else "")
+            + " but the profiled call ran only "
+            + (", ".join(ran) if ran else "no device kernels")
+            + " (reported by the kernel's own process).",
+            origin="runtime", extra={"defined": names, "launched": ran},
+        )
+    ]  # fmt: skip

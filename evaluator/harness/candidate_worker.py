@@ -37,6 +37,7 @@ from evaluator.harness.device import poison_allocator, precision_flags, set_prec
 from evaluator.harness.handover import export_cuda
 from evaluator.harness.inputs import load_problem, make_inputs
 from evaluator.harness.l2 import L2Flusher, no_flush
+from evaluator.harness.profiling import profile_call
 from evaluator.harness.timing import time_calls
 
 # --- references captured before any candidate code exists: the kernel may replace the originals (A4, C1) --------
@@ -359,6 +360,11 @@ class Candidate:
             del out
         return {"peak": int(peak)}
 
+    def launched_kernels(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The device kernels of one call on the first timing set (TF32 flags), outside the timed calls."""
+        set_precision(True)
+        return {"events": profile_call(lambda: self.model(*self.sets[0]), self.device)}
+
     def integrity(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Which watched functions were replaced, and which Python threads the kernel left running."""
         tampered = _replaced_functions()
@@ -392,6 +398,7 @@ def main() -> None:
             Command.SAVE_KEPT: state.save_kept,
             Command.TIME_FRESH: state.time_fresh,
             Command.MEMORY: state.memory,
+            Command.LAUNCHED_KERNELS: state.launched_kernels,
             Command.INTEGRITY: state.integrity,
             Command.SET_PROBLEM: state.set_problem,
             Command.EXTENSIONS_DIR: state.extensions_dir,

@@ -114,6 +114,9 @@ class ReferenceClient:
     def memory(self) -> Reply:
         return self._ask(Command.MEMORY)
 
+    def launched_kernels(self) -> Reply:
+        return self._ask(Command.LAUNCHED_KERNELS)
+
     def time_block(self, *, mode: str, n: int, offset: int, paper: bool = False) -> Reply:
         return self._ask(Command.TIME_BLOCK, mode=mode, n=n, offset=offset, paper=paper)
 
@@ -246,6 +249,9 @@ class CandidateClient:
 
     def memory(self) -> Reply:
         return self._ask(Command.MEMORY)
+
+    def launched_kernels(self) -> Reply:
+        return self._ask(Command.LAUNCHED_KERNELS)
 
     def time_block(self, *, n: int, offset: int, paper: bool = False) -> Reply:
         return self._ask(Command.TIME_BLOCK, n=n, offset=offset, paper=paper)

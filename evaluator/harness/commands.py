@@ -21,6 +21,7 @@ class Command(StrEnum):
     TIMING_SETUP = "timing_setup"
     TIME_BLOCK = "time_block"
     MEMORY = "memory"
+    LAUNCHED_KERNELS = "launched_kernels"  # the device kernels of one call, by torch.profiler (profiling.py)
     EXIT = "exit"  # handled by the command loop itself (command_loop.py), never by a handler
     # the reference worker
     SETUP = "setup"
@@ -56,6 +57,7 @@ REFERENCE_COMMANDS = frozenset(
         Command.TIMING_SETUP,
         Command.TIME_BLOCK,
         Command.MEMORY,
+        Command.LAUNCHED_KERNELS,
         Command.RECHECK,
         Command.FRESH_SETS,
         Command.PROBE_HANDOVER,
@@ -73,6 +75,7 @@ CANDIDATE_COMMANDS = frozenset(
         Command.SAVE_KEPT,
         Command.TIME_FRESH,
         Command.MEMORY,
+        Command.LAUNCHED_KERNELS,
         Command.INTEGRITY,
         Command.SET_PROBLEM,
         Command.EXTENSIONS_DIR,

@@ -44,6 +44,7 @@ class Context:
     kernel_sha: str | None = None
     state_entries: list[Any] = field(default_factory=list)  # ModelNew's state dict: [name, shape, dtype]
     footprint: int | None = None  # one input set + output, from a meta-device forward
+    counts: dict[str, Any] | None = None  # the problem's FLOPs and bytes (flops.py), for the speed of light
     cache: CacheEntry | None = None  # the compile-cache entry, locked from compile to release
     ipc: bool = False  # outputs come back on the device (cuda_fd or cuda_ipc), else through files in folders.io
     output_bytes: int = 0  # the largest reference output and input set seen in correctness (sizes timing sets)

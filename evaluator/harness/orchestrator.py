@@ -21,7 +21,9 @@ from evaluator.harness.correctness_phase import check_correctness
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
 from evaluator.harness.launch import Folders, Workers
+from evaluator.harness.launched import report as launched_report
 from evaluator.harness.protocol import Options, Spec, empty_result, set_check
+from evaluator.harness.roofline import speed_of_light
 from evaluator.harness.setup_phase import handover, prepare
 from evaluator.harness.timing_phase import run_timing
 from evaluator.harness.verdict import environment, integrity, record_failure, should_time, verdict
@@ -80,6 +82,7 @@ class Evaluation:
         finally:
             self._shutdown()
         environment(ctx)
+        self._speed_of_light()
         return ctx.record
 
     def _start_workers(self) -> None:
@@ -111,7 +114,29 @@ class Evaluation:
     def _time_and_check(self) -> None:
         if should_time(self.ctx):
             run_timing(self.ctx)
+            self._launched_kernels()
         integrity(self.ctx, "at the end")
+
+    def _launched_kernels(self) -> None:
+        """What ran (issue 19): one profiled call per side, after the timed calls; CUDA only. A failure here is
+        recorded, not the kernel's verdict (the integrity check after it still sees a dead or tampering worker)."""
+        ctx = self.ctx
+        if not ctx.cuda:
+            return
+        try:
+            baseline = ctx.ref.launched_kernels().get("events")
+            candidate = ctx.cand.launched_kernels().get("events")
+        except CandidateFailed as exc:
+            ctx.record["launched_kernels"] = {"error": str(exc)[:300]}
+            return
+        ctx.record["launched_kernels"] = launched_report(ctx.kernel_source, candidate, baseline)
+
+    def _speed_of_light(self) -> None:
+        """The roofline bound of the problem on this device and the kernel's fraction of it (roofline.py)."""
+        ctx = self.ctx
+        kernel_ms = (ctx.record.get("timing") or {}).get("candidate", {}).get("median_ms")
+        device_name = ctx.info.get("device_name") if ctx.cuda else None
+        ctx.record["speed_of_light"] = speed_of_light(ctx.counts, device_name, kernel_ms)
 
     def _shares_gpu(self) -> bool:
         """Small evaluations run correctness alongside others; gigabyte tensors (or unknown sizes) do not."""

@@ -69,6 +69,10 @@ def _mapping(value: Any) -> str:
     return "" if isinstance(value, dict) else "must be an object"
 
 
+def _opt_mapping(value: Any) -> str:
+    return "" if value is None or isinstance(value, dict) else "must be an object or null"
+
+
 def _status(value: Any) -> str:
     return "" if value in STATUSES else f"{value!r} not in {STATUSES}"
 
@@ -275,6 +279,11 @@ class Record(_Part):
     error: str = _spec(_text, default="")
     phases: dict[str, Any] = _spec(_mapping, default_factory=_blank_phases)
     environment: dict[str, Any] = _spec(_mapping, default_factory=_blank_environment)
+    # Issue 19 (schema 2; absent in older records): the roofline bound {flops, bytes, bound_ms, fraction, ...}
+    # (roofline.py; bound and fraction null on an unknown device) and the device kernels one candidate call and one
+    # baseline call launched {candidate, baseline, custom_defined, custom_launched} (launched.py; CUDA only).
+    speed_of_light: dict[str, Any] | None = _spec(_opt_mapping, required=False, default=None)
+    launched_kernels: dict[str, Any] | None = _spec(_opt_mapping, required=False, default=None)
 
     _nested: ClassVar[dict[str, tuple[type[_Part], bool]]] = {
         "distributions": (Distribution, True),

@@ -24,9 +24,11 @@ from evaluator.harness.commands import Command
 from evaluator.harness.compare import compare_outputs, nonfinite
 from evaluator.harness.cuda_fd import Importer
 from evaluator.harness.device import device_info, precision_flags, set_precision, sync, warm_up
+from evaluator.harness.flops import count_namespace
 from evaluator.harness.handover import DTYPES, load_untrusted_file, open_cuda
 from evaluator.harness.inputs import clone_all, load_problem, make_inputs, tensor_bytes
 from evaluator.harness.l2 import L2Flusher, no_flush
+from evaluator.harness.profiling import profile_call
 from evaluator.harness.protocol import VERIFIED_TOLERANCE
 from evaluator.harness.timing import time_calls
 
@@ -63,18 +65,14 @@ class Reference:
         torch.save(init, msg["init_path"])
         self.model = self._build(init)
         set_precision(False)
-        return {"info": device_info(self.device), "flags": precision_flags(), "footprint_bytes": self._footprint(init)}
-
-    def _footprint(self, init: list[Any]) -> int | None:
-        """Bytes of one input set plus its output, from a forward on the meta device (shapes only, nothing
-        allocated or computed); None when the model cannot run there."""
-        try:
-            with torch.device("meta"), torch.no_grad():
-                inputs = list(self.ns["get_inputs"]())
-                out = self.ns["Model"](*init)(*inputs)
-            return tensor_bytes(inputs) + tensor_bytes([out])
-        except Exception:  # noqa: BLE001 - an estimate only
-            return None
+        counts = count_namespace(self.ns, init)  # FLOPs and bytes for the speed of light (flops.py, roofline.py)
+        footprint = None if counts is None else counts["input_bytes"] + counts["output_bytes"]
+        return {
+            "info": device_info(self.device),
+            "flags": precision_flags(),
+            "footprint_bytes": footprint,
+            "counts": counts,
+        }
 
     def _build(self, init: list[Any]) -> torch.nn.Module:
         torch.manual_seed(42)  # KernelBench convention: seed 42 before each construction
@@ -254,6 +252,11 @@ class Reference:
             del out
         return {"peak": int(peak)}
 
+    def launched_kernels(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The device kernels of one TF32-baseline call on the first timing set, outside the timed calls."""
+        set_precision(True)
+        return {"events": profile_call(lambda: self.model(*self.sets[0]), self.device)}  # type: ignore[misc]
+
     def fresh_sets(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Input sets the candidate has never seen (the fresh-input timing probe), with their references."""
         times: list[float] = []
@@ -359,6 +362,7 @@ def main() -> None:
             Command.TIMING_SETUP: state.timing_setup,
             Command.TIME_BLOCK: state.time_block,
             Command.MEMORY: state.memory,
+            Command.LAUNCHED_KERNELS: state.launched_kernels,
             Command.RECHECK: state.recheck,
             Command.FRESH_SETS: state.fresh_sets,
             Command.PROBE_HANDOVER: state.probe_handover,

@@ -37,6 +37,7 @@ def prepare(ctx: Context) -> None:
     )
     ctx.info = setup["info"]
     ctx.footprint = setup.get("footprint_bytes")
+    ctx.counts = setup.get("counts")
     ctx.phase("start", ctx.deadline.start)  # workers spawned, torch imported, the reference built on the device
     _compile(ctx)
     integrity(ctx, "after import")

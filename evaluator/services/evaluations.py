@@ -25,6 +25,7 @@ from evaluator.harness.record import Distribution, Record
 from evaluator.models import Baseline, DistributionResult, Evaluation
 from evaluator.services.baselines import baseline_add_sample, baseline_fields
 from evaluator.services.degenerate import problem_degenerate_check
+from evaluator.services.work import problem_work_from_record
 from evaluator.values import finite_json as finite
 from evaluator.values import finite_number as _number
 
@@ -249,6 +250,7 @@ def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool
         _count_finished(evaluation, correct=correct)
     if result.reference_constant:
         problem_degenerate_check(problem_id=evaluation.kernel.problem_id)
+    problem_work_from_record(problem_id=evaluation.kernel.problem_id, speed_of_light=result.speed_of_light)
     return True
 
 
