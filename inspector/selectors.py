@@ -15,7 +15,9 @@ from django.http import Http404
 
 from catalogue.models import Kernel
 from evaluator.harness.record import Check, Distribution, Record
+from evaluator.harness.roofline import faster_than_light
 from evaluator.models import AuditFlag, DistributionResult, Evaluation
+from evaluator.selectors.compile_baseline import stored_compile_baselines
 from inspector.rendering import locate_quote, parse_lines, trim_error
 from leaderboard.highlight import highlight_python, unified_diff_html
 from leaderboard.selectors.pages import evaluations_with_verdicts
@@ -64,6 +66,14 @@ class KernelInspection:
     reference_html: str
     diff_html: str
     environment: dict[str, Any] = field(default_factory=dict)
+    speed_of_light: dict[str, Any] | None = None  # the record's roofline bound (issue 19)
+    launched: dict[str, Any] | None = None  # the record's launched kernels, both sides (CUDA only)
+    launched_rows: list[tuple[dict | None, dict | None]] = field(default_factory=list)  # side by side
+    stored_compile: Any = None  # evaluator.selectors.compile_baseline.StoredCompile, or None
+
+    @property
+    def faster_than_light(self) -> bool:
+        return faster_than_light(self.speed_of_light)
 
     @property
     def eligible(self) -> bool:
@@ -171,6 +181,16 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None) -> Ke
             speedups.append(
                 SpeedupView("vs torch.compile", result.speedup_compile, *_ci(result.extra.get("speedup_compile_ci")))
             )
+    stored_compile = None
+    if evaluation:
+        key = (kernel.problem_id, evaluation.hardware)
+        stored_compile = stored_compile_baselines([key]).get(key)
+        if result.speedup_compile is None and stored_compile is not None:
+            kernel_ms = evaluation.candidate_ms or result.timing.candidate.median_ms
+            speedups.append(
+                SpeedupView("vs torch.compile (stored sweep, not paired)", stored_compile.speedup(kernel_ms))
+            )
+    launched = result.launched_kernels if isinstance(result.launched_kernels, dict) else None
     timing_rows, timing_extra = _timing(result)
     error = (evaluation.error if evaluation else "") or result.error
 
@@ -191,7 +211,27 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None) -> Ke
         reference_html=highlight_python(kernel.problem.source, anchor="r"),
         diff_html=unified_diff_html(kernel.problem.source, kernel.source),
         environment=result.environment,
+        speed_of_light=result.speed_of_light if isinstance(result.speed_of_light, dict) else None,
+        launched=launched,
+        launched_rows=_side_by_side(launched),
+        stored_compile=stored_compile,
     )
+
+
+def _side_by_side(launched: dict[str, Any] | None) -> list[tuple[dict | None, dict | None]]:
+    """The candidate's and the baseline's kernels, slowest first, row by row."""
+    if not launched:
+        return []
+    sides = []
+    for key in ("candidate", "baseline"):
+        part = launched.get(key)
+        kernels = part.get("kernels") if isinstance(part, dict) else None
+        sides.append([k for k in kernels if isinstance(k, dict)] if isinstance(kernels, list) else [])
+    cand, base = sides
+    return [
+        (cand[n] if n < len(cand) else None, base[n] if n < len(base) else None)
+        for n in range(max(len(cand), len(base)))
+    ]
 
 
 def kernel_result_record(kernel_id: int, *, evaluation_id: int | None = None) -> dict[str, Any]:

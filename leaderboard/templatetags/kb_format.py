@@ -69,6 +69,20 @@ def percent(value: object) -> str:
 
 
 @register.filter
+def percent_of_one(value: object) -> str:
+    """A fraction: 0.4212 -> '42.1 %' (speed of light, a kernel's share of device time)."""
+    number = _num(value)
+    return DASH if number is None else f"{100 * number:.1f}\u202f%"
+
+
+@register.filter
+def intcomma_plain(value: object) -> str:
+    """1234567 -> '1,234,567' (FLOP counts)."""
+    number = _num(value)
+    return DASH if number is None else f"{int(number):,}"
+
+
+@register.filter
 def sci(value: object) -> str:
     """Errors and tolerances: 0.000123 -> '1.23e-04'."""
     number = _num(value)

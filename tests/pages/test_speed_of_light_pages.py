@@ -1,0 +1,58 @@
+"""Issue 19 on the pages: the speed-of-light fraction, what ran side by side, and torch.compile from the stored
+sweep (inspector and leaderboard)."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from evaluator.harness.launched import report
+from evaluator.harness.roofline import speed_of_light
+from evaluator.models import Baseline
+from tests.factories import BaselineFactory, ProblemFactory
+
+pytestmark = pytest.mark.django_db
+
+DECOY = '__global__ void gelu_kernel(float* x) {}\nload_inline(name="g", cpp_sources="", cuda_sources=src)\n'
+BASE = [["void at::native::vectorized_elementwise_kernel<4, GeluCUDAKernelImpl>(...)", 10.0]]
+COUNTS = {"matrix_flops": 0, "vector_flops": 1 << 20, "bytes": 8 << 20, "dtype": "float32"}
+
+
+def _record(kernel_ms: float, launched: dict | None) -> dict:
+    return {
+        "status": "ok",
+        "correct": True,
+        "speedup": 2.0,
+        "timing": {"device_kind": "cuda", "candidate": {"median_ms": kernel_ms}},
+        "speed_of_light": speed_of_light(COUNTS, "NVIDIA H200", kernel_ms),
+        "launched_kernels": launched,
+    }
+
+
+def _get(client, evaluation) -> str:
+    return client.get(reverse("inspector:kernel-detail", args=[evaluation.kernel_id])).content.decode()
+
+
+def test_inspector_shows_fraction_kernels_side_by_side_and_stored_compile(client, add_sample):
+    problem = ProblemFactory(level=1, problem_id=26, name="GELU")
+    BaselineFactory(problem=problem, hardware="h200", precision=Baseline.Precision.COMPILE, median_ms=0.4)
+    launched = report(DECOY, BASE, BASE)
+    evaluation = add_sample("decoy", problem, speedup=2.0, result=_record(0.01, launched), candidate_ms=0.01)
+    html = _get(client, evaluation)
+    bound = 8 * 2**20 / 4.8e12 * 1e3  # memory-bound: 8 MiB at 4.8 TB/s
+    assert "How far from the hardware" in html and "H200 SXM" in html and "memory-bound" in html
+    assert f"{100 * bound / 0.01:.1f}\u202f%" in html
+    assert "faster than the bound" not in html
+    assert "data-no-custom-kernel" in html and "gelu_kernel" in html
+    assert "vectorized_elementwise_kernel" in html and "100.0\u202f%" in html
+    assert "vs torch.compile (stored sweep, not paired)" in html and "40.0×" in html
+
+
+def test_inspector_flags_faster_than_light_and_says_when_nothing_was_recorded(client, add_sample):
+    fast = add_sample("fast", ProblemFactory(), result=_record(0.0001, None), candidate_ms=0.0001)
+    html = _get(client, fast)
+    assert "faster than the bound" in html
+    assert "kernels are profiled on CUDA devices only" in html
+    old = add_sample("old", ProblemFactory(), result={"status": "ok", "correct": True})
+    html = _get(client, old)
+    assert "Not counted" in html and "vs torch.compile" not in html
