@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import random
 import statistics
+from pathlib import Path
+
+import pytest
 
 from evaluator.harness.protocol import Options, validate_result
 from evaluator.harness.timing import bootstrap_ratio_ci, calls_per_block, hierarchical_ratio_ci, pooled_ratio
+from evaluator.harness.timing_record import wallclock_crosscheck
+from evaluator.runner import run_evaluation
 
 
 def _calls(median: float, n: int, seed: int, spread: float = 0.01) -> list[float]:
@@ -84,3 +89,51 @@ def test_a_long_problem_stays_in_one_pair(evaluate):
     assert record["status"] == "ok", record["error"]
     assert len(record["timing"]["pairs"]) == 1 and "one process pair" in record["timing"]["ci_method"]
     assert record["timing"]["block_calls"] >= 5
+
+
+REDTEAM = Path(__file__).resolve().parents[1] / "redteam"
+
+
+def _crosscheck(block: int, reported_ms: float, real_ms: float, base_ms: float = 0.15) -> dict:
+    """The wall-clock cross-check on blocks of `block` calls: the baseline reports what it spends, the candidate a
+    part of it (both see 0.3 ms per block of pipe round trip and +-0.2 ms of jitter)."""
+    record = {"speedup": base_ms / reported_ms, "speedup_ci": None, "speedup_fp32": None, "speedup_compile": None}
+    record.update(timing={}, checks=[])
+    outer = {"tf32": [], "cand": []}
+    for i in range(20):
+        jitter = 0.2 * ((i * 7) % 5 - 2) / 2
+        outer["tf32"].append((block * base_ms + 0.3 + jitter, block * base_ms, block))
+        outer["cand"].append((block * real_ms + 0.3 - jitter, block * reported_ms, block))
+    walls = {"tf32": [base_ms] * block, "cand": [reported_ms] * block}
+    wallclock_crosscheck(record, walls, outer, reported_ms, Options.build({"quick": True}))
+    return record
+
+
+def test_the_allowance_hid_a_short_kernel_under_reporting_until_blocks_were_sized():
+    """A 0.15 ms call reported as a quarter of itself (exploits/a5_underreport_short_kernel.py): 0.11 ms a call
+    unexplained. Blocks of 5 calls allow 0.02 + 2/5 = 0.42 ms a call; blocks sized to 20 ms of 0.15 ms calls
+    (134 calls) allow 0.02 + 0.015 ms."""
+    block = calls_per_block(5, 0.15, 20.0, 1000)
+    assert block == 134
+    before, after = _crosscheck(5, 0.0375, 0.15), _crosscheck(block, 0.0375, 0.15)
+    assert before["checks"][0]["passed"] is True and before["speedup"] == 4.0  # the old hole
+    assert after["checks"][0]["passed"] is False
+    assert after["speedup"] == pytest.approx(1.0, abs=0.05)  # the orchestrator's clock
+    assert _crosscheck(block, 0.15, 0.15)["checks"][0]["passed"] is True  # an honest kernel still passes
+
+
+def test_a_short_kernel_that_under_reports_its_time_is_caught_on_cpu(tmp_path):
+    """The red-team case itself, through the harness (quick mode: blocks sized to 20 ms)."""
+    record = run_evaluation(
+        problem_source=(REDTEAM / "problems" / "small_matmul.py").read_text(),
+        kernel_source=(REDTEAM / "exploits" / "a5_underreport_short_kernel.py").read_text(),
+        device="cpu",
+        timeout=120,
+        work_root=tmp_path / "work",
+        options={"quick": True},
+    )
+    assert record["status"] == "ok" and record["correct"] is True, record["error"]
+    crosscheck = next(c for c in record["checks"] if c["name"] == "wallclock_crosscheck")
+    assert crosscheck["passed"] is False, crosscheck["detail"]
+    # the speedup is taken from the orchestrator's clock (near 1x on a quiet machine; a loaded one moves it)
+    assert record["speedup"] <= record["timing"]["wallclock"]["speedup_orchestrator_clock"] * 1.000001
