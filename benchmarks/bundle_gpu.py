@@ -2,6 +2,8 @@
 
     python3 benchmarks/bundle_gpu.py --out OUT_DIR [--gpus 0 1] [--slots 4] [--limit N] [--deadline SECONDS]
     python3 benchmarks/bundle_gpu.py --out OUT_DIR --only L2/12 L2/1 L3/5 --repeats 5 --slots 1   # spread
+    python3 benchmarks/bundle_gpu.py --out OUT_DIR --only L2/12 --repeats 5 --slots 1 --process-pairs 1  # before
+    python3 benchmarks/bundle_gpu.py --out OUT_DIR --only L2/12 --repeats 5 --slots 1 --process-pairs 2  # after
 
 The bundle: the load_inline kernels in benchmarks/kernels where we have one, and the reference wrapped as
 `class ModelNew(Model)` for every other problem (levels 1-3 of the shipped problems.jsonl: 250 problems).
@@ -114,6 +116,7 @@ class Run:
             "gpu_lock_dir": str(self.args.locks),
             "paper_loop": self.args.paper_loop,
             "quick": self.args.quick,
+            **{k: v for k, v in self._timing_options().items() if v is not None},
             **extra,
         }
         started = time.monotonic()
@@ -133,6 +136,14 @@ class Run:
             record = {"status": "infra_error", "error": str(exc)}
         record["_wall_s"] = round(time.monotonic() - started, 2)
         return record
+
+    def _timing_options(self) -> dict[str, Any]:
+        """Issue 17 part 2's options, where given (else the harness's defaults)."""
+        return {
+            "process_pairs": self.args.process_pairs,
+            "pairs_below_ms": self.args.pairs_below_ms,
+            "target_block_ms": self.args.target_block_ms,
+        }
 
     def compile(self, items: list[dict[str, Any]]) -> None:
         record = self.evaluate(items[0], self.args.gpus[0], compile_only=True)
@@ -174,6 +185,8 @@ class Run:
             "fp32_ms": (timing.get("baseline_fp32") or {}).get("median_ms"),
             "timing_sides": sides if timing else None,
             "paper_loop": timing.get("paper_loop"),
+            "pairs": timing.get("pairs"),  # per process pair: medians and speedup (issue 17, part 2)
+            "block_calls": timing.get("block_calls"),
             "phases": record.get("phases"),
             "handover": (record.get("environment") or {}).get("output_handover"),
             "compile_cache": (record.get("environment") or {}).get("compile_cache"),
@@ -236,19 +249,27 @@ def summarise(run: Run, total_s: float, bundle_size: int) -> dict[str, Any]:
 
 
 def spread(evals: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per kernel evaluated more than once: the speedups and (max - min) / median."""
-    by_key: dict[str, list[float]] = {}
+    """Per kernel evaluated more than once: the speedups, (max - min) / median, the largest distance from their
+    median (issue 17's goal: within 5 %) and how many repeats' intervals contain that median (goal: all)."""
+    by_key: dict[str, list[dict[str, Any]]] = {}
     for r in evals:
         if r["speedup"]:
-            by_key.setdefault(r["key"], []).append(r["speedup"])
-    return {
-        key: {
+            by_key.setdefault(r["key"], []).append(r)
+    out = {}
+    for key, rows in by_key.items():
+        if len(rows) < 2:
+            continue
+        values = [r["speedup"] for r in rows]
+        median = statistics.median(values)
+        cis = [r.get("speedup_ci") for r in rows]
+        out[key] = {
             "speedups": [round(v, 4) for v in values],
-            "relative_spread": (max(values) - min(values)) / statistics.median(values),
+            "relative_spread": (max(values) - min(values)) / median,
+            "max_deviation_from_median": max(abs(v - median) for v in values) / median,
+            "cis_containing_median": sum(1 for ci in cis if ci and ci[0] <= median <= ci[1]),
+            "repeats": len(values),
         }
-        for key, values in by_key.items()
-        if len(values) > 1
-    }
+    return out
 
 
 def remaining(bundle: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -282,6 +303,9 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=0, help="an evenly spaced sample of N reference wrappers")
     parser.add_argument("--only", nargs="*", default=[], help="these problems only, e.g. L2/1")
     parser.add_argument("--repeats", type=int, default=1, help="evaluate each kernel this many times (spread)")
+    parser.add_argument("--process-pairs", type=int, help="harness process_pairs (short problems; default 2)")
+    parser.add_argument("--pairs-below-ms", type=float, help="harness pairs_below_ms (default 1.0)")
+    parser.add_argument("--target-block-ms", type=float, help="harness target_block_ms (0: fixed blocks)")
     parser.add_argument("--min-calls", type=int, default=100, help="timed calls per side before RSE may stop")
     parser.add_argument("--tag", default="bundle", help="output file prefix")
     parser.add_argument("--deadline", type=float, default=1e9, help="start no evaluation after this many seconds")
