@@ -61,6 +61,18 @@ COLUMNS = [
     ("kernels", "Kernels", "Evaluated kernels (all samples)", ""),
     ("standard", "Speedup", "Standard protocol: D1 only, atol=rtol=1e-2, FP32 baseline, no audit", "Standard protocol"),
     ("inflation", "Inflation", "Standard speedup / verified speedup", "Standard protocol"),
+    (
+        "sol",
+        "Speed of light",
+        "Geomean over correct problems of the roofline bound / kernel time (GPUs with known peaks only)",
+        "Hardware",
+    ),
+    (
+        "compile",
+        "vs torch.compile",
+        "Geomean over correct problems of the stored torch.compile time / kernel time (stored sweep, not paired)",
+        "Hardware",
+    ),
 ]
 
 

@@ -28,6 +28,7 @@ CSV_FIELDS = [
     "rank", "kind", "name", "level", "problems", "attempted", "coverage_pct", "correct", "correctness_pct", "speedup",
     *(f"fast_{p_label(p)}_pct" for p in FAST_P),
     "memory_efficiency", "mem_efficient_pct", "mem_increased_pct", "kernels", "standard_speedup", "inflation",
+    "sol_fraction", "vs_compile",
 ]  # fmt: skip
 
 
@@ -57,6 +58,12 @@ class LeaderboardRowSerializer(serializers.Serializer):
     standard_speedup = serializers.FloatField(allow_null=True, help_text="Standard protocol: vs FP32, D1 gate")
     standard_correct = serializers.IntegerField()
     inflation = serializers.FloatField(allow_null=True, help_text="standard_speedup / speedup")
+    sol_fraction = serializers.FloatField(
+        allow_null=True, help_text="Geomean over correct problems of roofline bound / kernel time (issue 19)"
+    )
+    vs_compile = serializers.FloatField(
+        allow_null=True, help_text="Geomean over correct problems of stored torch.compile time / kernel time"
+    )
 
 
 class LeaderboardSerializer(serializers.Serializer):

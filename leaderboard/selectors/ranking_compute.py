@@ -15,6 +15,7 @@ from django.db.models import BooleanField, Case, Exists, OuterRef, QuerySet, Val
 from catalogue.models import Problem
 from evaluator.models import Baseline, DistributionResult, Evaluation
 from evaluator.selectors.eligibility import confirmed_hack_exists, eligibility_q
+from evaluator.values import finite_number
 from leaderboard.selectors.ranking_shapes import (
     BASELINE_ROWS,
     DEFAULT_SORT,
@@ -52,6 +53,8 @@ class Sample(NamedTuple):
     hidden_fail: bool
     sha: str
     hack: bool
+    candidate_ms: float | None  # the kernel's paired median (for vs torch.compile)
+    sol: float | None  # the record's speed-of-light fraction (issue 19)
     runs: int = 1
 
 
@@ -99,9 +102,30 @@ def _evaluation_samples(*, hardware: str, problem_set: str) -> list[Sample]:
             "hidden_failed",
             "kernel__sha256",
             "is_confirmed_hack",
+            "candidate_ms",
+            "result__speed_of_light__fraction",
         )
     )
-    return [Sample(*row) for row in rows]
+    return [Sample(*row[:-1], _positive(row[-1])) for row in rows]
+
+
+def _positive(value: object) -> float | None:
+    number = finite_number(value)
+    return number if number is not None and number > 0 else None
+
+
+def _stored_baselines(*, hardware: str, problem_set: str) -> list[tuple]:
+    """One query: every stored Baseline of the board's active problems, oldest first (the newest wins)."""
+    return list(
+        Baseline.objects.filter(hardware=hardware, problem__active=True, problem__problem_set=problem_set)
+        .order_by("measured_at")
+        .values_list("problem_id", "problem__level", "precision", "median_ms", "peak_memory_bytes", "evaluations")
+    )
+
+
+def _compile_medians(stored: list[tuple]) -> dict[int, float]:
+    """{problem pk: the newest stored torch.compile median} (evaluator.selectors.compile_baseline's rule)."""
+    return {pk: ms for pk, _, prec, ms, _, _ in stored if prec == Baseline.Precision.COMPILE and ms and ms > 0}
 
 
 def _median(values: Iterable[float | None]) -> float | None:
@@ -134,6 +158,8 @@ def _combine_repeats(runs: list[Sample]) -> list[Sample]:
                 d1_ok=all(r.d1_ok for r in group),
                 hidden_fail=any(r.hidden_fail for r in group),
                 hack=any(r.hack for r in group),
+                candidate_ms=_median(r.candidate_ms for r in group),
+                sol=_median(r.sol for r in group),
                 runs=len(group),
             )
         )
@@ -155,7 +181,12 @@ def _decompose(samples: list[Sample]) -> str:
 
 
 def _llm_row(
-    name: str, llm_id: int, level: int | None, per_problem: dict[int, list[Sample]], problems: int
+    name: str,
+    llm_id: int,
+    level: int | None,
+    per_problem: dict[int, list[Sample]],
+    problems: int,
+    compile_ms: Mapping[int, float] | None = None,
 ) -> LeaderboardRow:
     """`per_problem` holds combined samples (one per kernel source); `problems` is the set's size at this level."""
     attempted = len(per_problem)
@@ -186,11 +217,19 @@ def _llm_row(
         standard_speedup=std,
         standard_correct=len(standard),
         inflation=std / verified if std and verified else None,
+        sol_fraction=geomean([c.sol for c in chosen if c.sol is not None]),
+        vs_compile=geomean(
+            [
+                (compile_ms or {})[c.problem] / c.candidate_ms
+                for c in chosen
+                if c.candidate_ms and c.problem in (compile_ms or {})
+            ]
+        ),
     )
 
 
 def _baseline_rows(
-    *, hardware: str, problem_set: str, problem_counts: Mapping[int | None, int]
+    *, stored: list[tuple], problem_counts: Mapping[int | None, int]
 ) -> dict[int | None, list[LeaderboardRow]]:
     """Reference rows: TF32 eager is 1.0x by definition; FP32 eager and torch.compile are expressed on the same
     scale (TF32 time / their time) so they read like any kernel's speedup. Each stored Baseline is the median over
@@ -200,11 +239,7 @@ def _baseline_rows(
     latest: dict[tuple[int, str], tuple] = {}
     counts: dict[tuple[int, str], int] = {}
     level_of: dict[int, int] = {}
-    for problem_pk, level, precision, median_ms, peak, evaluations in (
-        Baseline.objects.filter(hardware=hardware, problem__active=True, problem__problem_set=problem_set)
-        .order_by("measured_at")
-        .values_list("problem_id", "problem__level", "precision", "median_ms", "peak_memory_bytes", "evaluations")
-    ):
+    for problem_pk, level, precision, median_ms, peak, evaluations in stored:
         latest[(problem_pk, precision)] = (median_ms, peak)
         counts[(problem_pk, precision)] = evaluations
         level_of[problem_pk] = level
@@ -276,6 +311,8 @@ def compute_leaderboard(*, hardware: str, problem_set: str) -> LeaderboardData:
         llms[s.llm] = s.name
         problems[s.problem] = (s.level, s.pid, s.pname)
     problem_counts = _problem_counts(problem_set, ((lv, pid) for lv, pid, _ in problems.values()))
+    stored = _stored_baselines(hardware=hardware, problem_set=problem_set)
+    compile_ms = _compile_medians(stored)
 
     rows: dict[int | None, list[LeaderboardRow]] = defaultdict(list)
     cells: dict[int, dict[int, Cell]] = defaultdict(dict)
@@ -289,15 +326,15 @@ def compute_leaderboard(*, hardware: str, problem_set: str) -> LeaderboardData:
             else:
                 failures[problem_pk][llm_id] = "hack" if any(s.hack for s in ss) else "incorrect"
             decomposition[llm_id][problems[problem_pk][0]][_decompose(ss)] += 1
-        rows[None].append(_llm_row(llms[llm_id], llm_id, None, per_problem, problem_counts[None]))
+        rows[None].append(_llm_row(llms[llm_id], llm_id, None, per_problem, problem_counts[None], compile_ms))
         for level in LEVELS:
             at_level = {pk: ss for pk, ss in per_problem.items() if problems[pk][0] == level}
             if at_level:
-                rows[level].append(_llm_row(llms[llm_id], llm_id, level, at_level, problem_counts.get(level, 0)))
+                rows[level].append(
+                    _llm_row(llms[llm_id], llm_id, level, at_level, problem_counts.get(level, 0), compile_ms)
+                )
 
-    for row_level, baseline_rows in _baseline_rows(
-        hardware=hardware, problem_set=problem_set, problem_counts=problem_counts
-    ).items():
+    for row_level, baseline_rows in _baseline_rows(stored=stored, problem_counts=problem_counts).items():
         rows[row_level].extend(baseline_rows)
     for level_rows in rows.values():
         ranked = sorted((r for r in level_rows if not r.is_baseline), key=_rank_key)

@@ -41,6 +41,8 @@ SORT_KEYS = (
     "kernels",
     "standard",
     "inflation",
+    "sol",
+    "compile",
 )
 DEFAULT_SORT = "-fast_1"
 RANKING_RULE = (
@@ -83,6 +85,10 @@ class LeaderboardRow:
     inflation: float | None = None  # standard / verified
     rank: int | None = None
     evaluations: int | None = None  # baseline rows: evaluations aggregated into their per-problem medians, summed
+    # Issue 19: geomean over correct problems of the speed-of-light fraction (roofline bound / kernel time; GPUs
+    # with known peaks only), and of stored torch.compile time / kernel time (the stored sweep, not paired)
+    sol_fraction: float | None = None
+    vs_compile: float | None = None
 
     @property
     def is_baseline(self) -> bool:
@@ -107,6 +113,8 @@ class LeaderboardRow:
             "kernels": self.kernels,
             "standard": self.standard_speedup,
             "inflation": self.inflation,
+            "sol": self.sol_fraction,
+            "compile": self.vs_compile,
         }[key]
 
     def as_dict(self) -> dict:

@@ -56,3 +56,21 @@ def test_inspector_flags_faster_than_light_and_says_when_nothing_was_recorded(cl
     old = add_sample("old", ProblemFactory(), result={"status": "ok", "correct": True})
     html = _get(client, old)
     assert "Not counted" in html and "vs torch.compile" not in html
+
+
+def test_leaderboard_columns_speed_of_light_and_vs_compile(client, add_sample):
+    from leaderboard.selectors.ranking import leaderboard_rows  # noqa: F401 - the page and the API share it
+
+    problem = ProblemFactory(level=1, problem_id=1, name="Matmul")
+    BaselineFactory(problem=problem, hardware="h200", precision=Baseline.Precision.TF32, median_ms=1.0)
+    BaselineFactory(problem=problem, hardware="h200", precision=Baseline.Precision.COMPILE, median_ms=0.8)
+    add_sample("near-light", problem, speedup=2.5, result=_record(0.4, None), candidate_ms=0.4)
+    html = client.get(reverse("leaderboard:index"), {"hardware": "h200", "problem_set": problem.problem_set}).content
+    html = html.decode()
+    row = html.split('data-name="near-light"')[1].split("</tr>")[0]
+    bound = 8 * 2**20 / 4.8e12 * 1e3
+    assert f"{100 * bound / 0.4:.1f}\u202f%" in row.split('data-col="sol"')[1]
+    assert "2.00×" in row.split('data-col="compile"')[1]
+    api = client.get("/api/leaderboard/", {"hardware": "h200", "problem_set": problem.problem_set}).json()
+    llm = next(r for r in api["rows"] if r["name"] == "near-light")
+    assert llm["vs_compile"] == pytest.approx(2.0) and llm["sol_fraction"] == pytest.approx(bound / 0.4)
