@@ -164,9 +164,11 @@ def _fresh_pair(ctx: Context) -> None:
 
 
 def _pooled(pairs: list[PairSamples]) -> tuple[Samples, Samples, OuterBlocks, list[str]]:
-    times: Samples = {s: [t for p in pairs for t in p.times[s]] for s in pairs[0].times}
-    walls: Samples = {s: [t for p in pairs for t in p.walls[s]] for s in pairs[0].walls}
-    outer: OuterBlocks = {s: [b for p in pairs for b in p.outer[s]] for s in pairs[0].outer}
+    """Every pair's samples side by side (a side a later pair lacks, e.g. a compile baseline that failed to build
+    there, keeps the pairs that have it)."""
+    times: Samples = {s: [t for p in pairs for t in p.times.get(s, [])] for s in pairs[0].times}
+    walls: Samples = {s: [t for p in pairs for t in p.walls.get(s, [])] for s in pairs[0].walls}
+    outer: OuterBlocks = {s: [b for p in pairs for b in p.outer.get(s, [])] for s in pairs[0].outer}
     return times, walls, outer, [f for p in pairs for f in p.forged]
 
 
