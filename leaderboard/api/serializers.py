@@ -64,6 +64,7 @@ class ProblemSerializer(serializers.ModelSerializer):
             "core",
             "active",
             "inactive_reason",
+            "degenerate",
             "is_latest",
             "is_demo",
             "created_at",
@@ -72,7 +73,7 @@ class ProblemSerializer(serializers.ModelSerializer):
 
 class ProblemDetailSerializer(ProblemSerializer):
     class Meta(ProblemSerializer.Meta):
-        fields = [*ProblemSerializer.Meta.fields, "source", "origin"]
+        fields = [*ProblemSerializer.Meta.fields, "degenerate_evidence", "source", "origin"]
 
 
 class KernelSerializer(serializers.ModelSerializer):

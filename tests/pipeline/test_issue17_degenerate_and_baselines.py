@@ -150,3 +150,12 @@ def test_a_finished_evaluation_counts_once_and_sweeps_still_import(demo_problems
     b.refresh_from_db()
     assert (b.median_ms, b.min_ms, b.max_ms, b.evaluations) == (pytest.approx(0.6), 0.5, 0.7, 1)
     assert set(b.stats["samples"]) == {str(a.pk), "sweep"}
+
+
+def test_the_problem_api_says_degenerate_with_its_evidence(demo_problems, sent, client):
+    done = finish_sequence([rec(constant=True)] * 2)
+    pk = done[0].kernel.problem_id
+    listed = client.get("/api/problems/", {"level": 1, "problem_set": "demo"}).json()["results"]
+    assert {p["id"]: p["degenerate"] for p in listed}[pk] == "suspected"
+    detail = client.get(f"/api/problems/{pk}/").json()
+    assert detail["degenerate_evidence"]["evaluation_ids"] == [e.pk for e in done] and detail["active"] is False
