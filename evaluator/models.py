@@ -203,3 +203,34 @@ class AuditFlag(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source}:{self.source_name} on kernel {self.kernel_id} ({self.verdict}, {self.review_state})"
+
+
+class ProfileRequest(models.Model):
+    """A staff request for a profile of one evaluation (issue 19): the kernel and its problem are evaluated again on
+    a worker of the same hardware with torch.profiler traces of one call per side (evaluator.services.profiles)."""
+
+    class Tool(models.TextChoices):
+        TORCH = "torch", "torch.profiler (Chrome trace)"
+        # Nsight Compute (ncu) is not wired yet: see README, "Profiles on request".
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+        UNAVAILABLE = "unavailable", "Unavailable"  # the tool cannot run there (a CPU worker has no device trace)
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="profile_requests")
+    tool = models.CharField(max_length=16, choices=Tool.choices, default=Tool.TORCH)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    artefacts = models.JSONField(default=list, blank=True, help_text="File names under VAR_DIR/profiles/<id>/.")
+    detail = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"profile #{self.pk} of evaluation {self.evaluation_id} ({self.status})"

@@ -16,8 +16,9 @@ from django.http import Http404
 from catalogue.models import Kernel
 from evaluator.harness.record import Check, Distribution, Record
 from evaluator.harness.roofline import faster_than_light
-from evaluator.models import AuditFlag, DistributionResult, Evaluation
+from evaluator.models import AuditFlag, DistributionResult, Evaluation, ProfileRequest
 from evaluator.selectors.compile_baseline import stored_compile_baselines
+from evaluator.services.profiles import profile_tool_unavailable
 from inspector.rendering import locate_quote, parse_lines, trim_error
 from leaderboard.highlight import highlight_python, unified_diff_html
 from leaderboard.selectors.pages import evaluations_with_verdicts
@@ -70,6 +71,8 @@ class KernelInspection:
     launched: dict[str, Any] | None = None  # the record's launched kernels, both sides (CUDA only)
     launched_rows: list[tuple[dict | None, dict | None]] = field(default_factory=list)  # side by side
     stored_compile: Any = None  # evaluator.selectors.compile_baseline.StoredCompile, or None
+    profiles: list[ProfileRequest] = field(default_factory=list)  # staff profile requests of this evaluation
+    profile_unavailable: str = ""  # why a torch.profiler trace cannot be taken here ("" when it can)
 
     @property
     def faster_than_light(self) -> bool:
@@ -215,6 +218,8 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None) -> Ke
         launched=launched,
         launched_rows=_side_by_side(launched),
         stored_compile=stored_compile,
+        profiles=list(ProfileRequest.objects.filter(evaluation=evaluation)) if evaluation else [],
+        profile_unavailable=profile_tool_unavailable(evaluation) if evaluation else "",
     )
 
 

@@ -363,7 +363,7 @@ class Candidate:
     def launched_kernels(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The device kernels of one call on the first timing set (TF32 flags), outside the timed calls."""
         set_precision(True)
-        return {"events": profile_call(lambda: self.model(*self.sets[0]), self.device)}
+        return {"events": profile_call(lambda: self.model(*self.sets[0]), self.device, msg.get("trace_path"))}
 
     def integrity(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Which watched functions were replaced, and which Python threads the kernel left running."""

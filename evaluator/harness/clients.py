@@ -114,8 +114,8 @@ class ReferenceClient:
     def memory(self) -> Reply:
         return self._ask(Command.MEMORY)
 
-    def launched_kernels(self) -> Reply:
-        return self._ask(Command.LAUNCHED_KERNELS)
+    def launched_kernels(self, trace_path: str | None = None) -> Reply:
+        return self._ask(Command.LAUNCHED_KERNELS, trace_path=trace_path)
 
     def time_block(self, *, mode: str, n: int, offset: int, paper: bool = False) -> Reply:
         return self._ask(Command.TIME_BLOCK, mode=mode, n=n, offset=offset, paper=paper)
@@ -250,8 +250,8 @@ class CandidateClient:
     def memory(self) -> Reply:
         return self._ask(Command.MEMORY)
 
-    def launched_kernels(self) -> Reply:
-        return self._ask(Command.LAUNCHED_KERNELS)
+    def launched_kernels(self, trace_path: str | None = None) -> Reply:
+        return self._ask(Command.LAUNCHED_KERNELS, trace_path=trace_path)
 
     def time_block(self, *, n: int, offset: int, paper: bool = False) -> Reply:
         return self._ask(Command.TIME_BLOCK, n=n, offset=offset, paper=paper)

@@ -11,8 +11,10 @@ stdlib only: the orchestrator builds the record's `launched_kernels` from the wo
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 TOP = 25  # kernels listed per side (the rest are summed into "other")
@@ -101,3 +103,25 @@ def _pairs(events: Any) -> list[tuple[str, float]]:
         if isinstance(item, list | tuple) and len(item) == 2 and isinstance(item[1], int | float):
             out.append((str(item[0]), float(item[1])))
     return out
+
+
+TRACE_MAX_BYTES = 256 << 20
+
+
+def copy_trace(source: Path, dest: Path) -> str | None:
+    """Copy a worker's Chrome trace out of its folder (the candidate's file is untrusted: no links followed, size
+    capped); the copy's name, or None when there is none."""
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as src:
+            data = src.read(TRACE_MAX_BYTES + 1)
+        if len(data) > TRACE_MAX_BYTES:
+            return None
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+        return dest.name
+    except OSError:
+        return None

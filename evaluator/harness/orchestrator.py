@@ -21,6 +21,7 @@ from evaluator.harness.correctness_phase import check_correctness
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
 from evaluator.harness.launch import Folders, Workers
+from evaluator.harness.launched import copy_trace
 from evaluator.harness.launched import report as launched_report
 from evaluator.harness.protocol import Options, Spec, empty_result, set_check
 from evaluator.harness.roofline import speed_of_light
@@ -123,13 +124,20 @@ class Evaluation:
         ctx = self.ctx
         if not ctx.cuda:
             return
+        traces = {"baseline": ctx.folders.ref / "trace.json", "candidate": ctx.folders.io / "trace.json"}
+        want = bool(ctx.opts.profile_dir)
         try:
-            baseline = ctx.ref.launched_kernels().get("events")
-            candidate = ctx.cand.launched_kernels().get("events")
+            baseline = ctx.ref.launched_kernels(str(traces["baseline"]) if want else None).get("events")
+            candidate = ctx.cand.launched_kernels(str(traces["candidate"]) if want else None).get("events")
         except CandidateFailed as exc:
             ctx.record["launched_kernels"] = {"error": str(exc)[:300]}
             return
         ctx.record["launched_kernels"] = launched_report(ctx.kernel_source, candidate, baseline)
+        if want:
+            ctx.record["launched_kernels"]["traces"] = {
+                side: copy_trace(path, Path(ctx.opts.profile_dir) / f"{side}-trace.json")
+                for side, path in traces.items()
+            }
 
     def _speed_of_light(self) -> None:
         """The roofline bound of the problem on this device and the kernel's fraction of it (roofline.py)."""

@@ -125,6 +125,9 @@ class Options:
     # calls), so the wall-clock cross-check's 2 ms-per-block allowance is a small fraction of a call.
     target_block_ms: float = 20.0
     max_block_calls: int = 1000
+    # Set (a folder the orchestrator may write): the profiled calls of "what ran" also write torch.profiler Chrome
+    # traces, copied there as candidate-trace.json and baseline-trace.json (a staff profile request; CUDA only).
+    profile_dir: str = ""
 
     @classmethod
     def build(cls, options: dict[str, Any] | None = None) -> Options:
