@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from catalogue.models import Problem
 from evaluator.models import Evaluation
+from evaluator.services.results import results_changed
 
 EVIDENCE_IDS_KEPT = 100
 D = Problem.Degenerate
@@ -88,6 +89,7 @@ def problem_degenerate_check(*, problem_id: int) -> Problem | None:
         problem.active = False
         problem.inactive_reason = degenerate_reason(evidence)
         problem.save(update_fields=["degenerate", "degenerate_evidence", "active", "inactive_reason"])
+    results_changed()  # the cached boards go stale
     return problem
 
 
@@ -129,4 +131,5 @@ def problem_degenerate_review(*, problem: Problem, action: str, user: Any = None
             problem.inactive_reason = ""
         problem.degenerate_evidence = evidence
         problem.save()
+    results_changed()
     return problem
