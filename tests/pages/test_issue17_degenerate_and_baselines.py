@@ -45,6 +45,8 @@ def test_problem_page_shows_status_and_evidence_and_staff_form_only_to_staff(cli
     assert "<code>41</code>, <code>42</code>, <code>43</code>" in html and "2026-12-01T10:00" in html
     assert "Confirm degenerate" not in html  # anonymous: no form
     assert "Confirm degenerate" in admin_client.get(url).content.decode()
+    listing = client.get(reverse("leaderboard:problem-list"), {"status": "inactive"}).content.decode()
+    assert 'title="Degenerate (found from evaluations)">degenerate</span>' in listing
 
 
 def test_staff_clear_from_the_problem_page_and_non_staff_refused(client, admin_client, django_user_model, suspected):
