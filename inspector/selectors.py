@@ -137,7 +137,7 @@ def _ci(value: object) -> tuple[float | None, float | None]:
     return None, None
 
 
-def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None) -> KernelInspection:
+def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None, staff: bool = False) -> KernelInspection:
     """Everything about one kernel: sources (highlighted, side by side, diffed), the chosen evaluation's result,
     distributions, checks, timing, memory, errors and audit flags with their evidence lines."""
     try:
@@ -218,7 +218,7 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None) -> Ke
         launched=launched,
         launched_rows=_side_by_side(launched),
         stored_compile=stored_compile,
-        profiles=list(ProfileRequest.objects.filter(evaluation=evaluation)) if evaluation else [],
+        profiles=list(ProfileRequest.objects.filter(evaluation=evaluation)) if evaluation and staff else [],
         profile_unavailable=profile_tool_unavailable(evaluation) if evaluation else "",
     )
 

@@ -22,7 +22,7 @@ def _evaluation_id(request: HttpRequest) -> int | None:
 
 @require_GET
 def kernel_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    inspection = kernel_inspection(pk, evaluation_id=_evaluation_id(request))
+    inspection = kernel_inspection(pk, evaluation_id=_evaluation_id(request), staff=request.user.is_staff)
     return render(request, "inspector/kernel_detail.html", {"i": inspection, "kernel": inspection.kernel})
 
 

@@ -140,7 +140,9 @@ def _launched_findings(launched: object) -> list[Finding]:
     if not isinstance(launched, dict) or launched.get("custom_launched") is not False:
         return []
     names = [str(n) for n in launched.get("custom_defined") or []][:10]
-    candidate = launched.get("candidate") if isinstance(launched.get("candidate"), dict) else {}
+    candidate = launched.get("candidate")
+    if not isinstance(candidate, dict):
+        candidate = {}
     ran = [str(k.get("name", ""))[:80] for k in (candidate.get("kernels") or [])[:5] if isinstance(k, dict)]
     return [
         Finding(

@@ -32,7 +32,7 @@ def profile_folder(request: ProfileRequest) -> Path:
     return profile_root() / str(request.pk)
 
 
-def profile_tool_unavailable(evaluation: Evaluation, tool: str = ProfileRequest.Tool.TORCH) -> str:
+def profile_tool_unavailable(evaluation: Evaluation, tool: str = "torch") -> str:
     """Why the tool cannot profile this evaluation, or "" when it can (the inspector's button says so)."""
     if tool != ProfileRequest.Tool.TORCH:
         return "Nsight Compute is not wired yet (README: profiles on request)"
@@ -41,7 +41,7 @@ def profile_tool_unavailable(evaluation: Evaluation, tool: str = ProfileRequest.
     return ""
 
 
-def profile_request_create(*, evaluation: Evaluation, user: Any, tool: str = ProfileRequest.Tool.TORCH):
+def profile_request_create(*, evaluation: Evaluation, user: Any, tool: str = "torch") -> ProfileRequest:
     """A staff request: queued for a worker of the evaluation's hardware, or unavailable with the reason."""
     reason = profile_tool_unavailable(evaluation, tool)
     request = ProfileRequest.objects.create(
@@ -88,7 +88,9 @@ def profile_run(*, request_id: int, run: Any = None) -> ProfileRequest | None:
         record, detail = {}, f"the harness failed: {exc}"[:500]
     else:
         detail = ""
-    launched = record.get("launched_kernels") if isinstance(record.get("launched_kernels"), dict) else {}
+    launched = record.get("launched_kernels")
+    if not isinstance(launched, dict):
+        launched = {}
     artefacts = [name for name in ARTEFACTS if (folder / name).is_file()]
     if not artefacts and not detail:
         detail = str(launched.get("error") or record.get("error") or "no trace was written (the kernel was not timed)")

@@ -106,7 +106,7 @@ def _evaluation_samples(*, hardware: str, problem_set: str) -> list[Sample]:
             "result__speed_of_light__fraction",
         )
     )
-    return [Sample(*row[:-1], _positive(row[-1])) for row in rows]
+    return [Sample._make((*row[:-1], _positive(row[-1]), 1)) for row in rows]
 
 
 def _positive(value: object) -> float | None:

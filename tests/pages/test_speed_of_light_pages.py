@@ -74,3 +74,23 @@ def test_leaderboard_columns_speed_of_light_and_vs_compile(client, add_sample):
     api = client.get("/api/leaderboard/", {"hardware": "h200", "problem_set": problem.problem_set}).json()
     llm = next(r for r in api["rows"] if r["name"] == "near-light")
     assert llm["vs_compile"] == pytest.approx(2.0) and llm["sol_fraction"] == pytest.approx(bound / 0.4)
+
+
+def test_count_flops_command_and_the_first_record_store_the_problems_work():
+    from django.core.management import call_command
+
+    from evaluator.services.work import problem_work_from_record
+
+    counted = ProblemFactory(level=1, problem_id=90)
+    broken = ProblemFactory(level=1, problem_id=91, source="raise RuntimeError('no meta')\n")
+    call_command("count_flops")
+    counted.refresh_from_db()
+    broken.refresh_from_db()
+    assert counted.flops == 16 * 16 and counted.bytes_moved == 2 * 16 * 16 * 4  # ReLU on 16x16 fp32
+    assert counted.work_counts["dtype"] == "float32" and broken.bytes_moved is None
+    problem_work_from_record(problem_id=broken.pk, speed_of_light={"flops": 10, "bytes": 20, "matrix_flops": 10})
+    problem_work_from_record(problem_id=counted.pk, speed_of_light={"flops": 1, "bytes": 1})  # counted: kept
+    broken.refresh_from_db()
+    counted.refresh_from_db()
+    assert (broken.flops, broken.bytes_moved, broken.work_counts) == (10, 20, {"matrix_flops": 10})
+    assert counted.flops == 256
