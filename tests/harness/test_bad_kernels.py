@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.harness.namespaces import BUILD_DIR
 from evaluator.harness.privileges import candidate_identity
 
 from .conftest import KERNELS, PROBLEMS, check, dist
@@ -176,13 +177,10 @@ def test_background_thread_is_rejected(evaluate):
 def test_candidate_environment_is_scrubbed_and_private(evaluate, tmp_path, monkeypatch):
     for name in ("SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE", "SOME_TOKEN"):
         monkeypatch.setenv(name, "leak-me")
-    drop = tmp_path / "drop"  # writable by whichever user the kernel runs as (privileges.py)
-    drop.mkdir()
-    drop.chmod(0o777)
-    out_file = drop / "seen.json"
-    kernel = (KERNELS / "env_probe.py").read_text().replace("__OUT_FILE__", str(out_file))
-    record = evaluate("relu", kernel_source=kernel)
+    kernel = (KERNELS / "env_probe.py").read_text().replace("__OUT_FILE__", "seen.json")  # in its own folder
+    record = evaluate("relu", kernel_source=kernel, keep_workdir=True)
     assert record["correct"] is True
+    (out_file,) = (tmp_path / "work").glob("eval-*/candidate/seen.json")
     seen = json.loads(out_file.read_text())
     expected = candidate_identity()
     uid = record["environment"]["candidate_uid"]
@@ -195,5 +193,6 @@ def test_candidate_environment_is_scrubbed_and_private(evaluate, tmp_path, monke
     assert not {"SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE", "SOME_TOKEN"} & set(env)
     assert "leak-me" not in json.dumps(env)
     assert env["HOME"] == seen["cwd"] and "candidate" in seen["cwd"]
-    assert env["TORCH_EXTENSIONS_DIR"].startswith(seen["cwd"])
+    # its extension builds go to its own folder: directly, or (sandboxed) at BUILD_DIR, a bind of a folder inside it
+    assert env["TORCH_EXTENSIONS_DIR"].startswith(seen["cwd"]) or env["TORCH_EXTENSIONS_DIR"] == BUILD_DIR
     assert os.getcwd() != seen["cwd"]

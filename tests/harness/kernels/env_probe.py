@@ -1,4 +1,5 @@
-# Writes what the candidate process can see to OUT_FILE, then behaves.
+# Writes what the candidate process can see to OUT_FILE in its own folder (the only host folder it may write: the
+# test keeps the work folder and reads it), then behaves.
 import json
 import os
 
