@@ -22,13 +22,16 @@ if not PROBLEMS_JSONL.exists():
 
 
 def processes_in(folder: Path) -> list[int]:
-    """Processes whose working directory is inside `folder` (an evaluation's harness and its workers)."""
+    """Processes whose working directory is inside `folder` (an evaluation's harness and its workers), not counting
+    bubblewrap's own processes around the kernel (the sandbox: evaluator/harness/namespaces.py)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 if os.readlink(f"/proc/{entry}/cwd").startswith(str(folder)):
-                    found.append(int(entry))
+                    with open(f"/proc/{entry}/comm") as fh:
+                        if fh.read().strip() != "bwrap":
+                            found.append(int(entry))
             except OSError:
                 continue
     return found

@@ -102,7 +102,7 @@ class Workers:
         # its own dir (the io dir inside it too: the reference, as root, still writes there), may enter the work dir
         # but not list it, and may not enter the reference's dir at all. Around it, its namespaces (namespaces.py).
         try:
-            self.lease = UidLease(f.work.parent / ".sandbox-uids")
+            self.lease = UidLease()  # machine-wide slots (privileges.uid_slots_dir), never in the work root
             ident = candidate_identity(lease=self.lease)
             uid, gid = ident if ident is not None else (os.getuid(), os.getgid())
             self.sandbox, self.sandbox_reason = choose_mode(uid=uid, gid=gid)

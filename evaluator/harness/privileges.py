@@ -34,6 +34,7 @@ import pwd
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,13 +49,25 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 Identity = tuple[int, int]
 
 
+def uid_slots_dir() -> Path:
+    """Where the per-evaluation uid leases live: one folder for the whole machine (evaluations under different work
+    roots must not share a uid either), root's own: /run (`KBV_SANDBOX_UID_DIR` overrides)."""
+    named = os.environ.get("KBV_SANDBOX_UID_DIR", "").strip()
+    if named:
+        return Path(named)
+    run = Path("/run")
+    if run.is_dir() and os.access(run, os.W_OK):
+        return run / "kbv-sandbox-uids"
+    return Path(tempfile.gettempdir()) / f"kbv-sandbox-uids-{os.geteuid()}"
+
+
 class UidLease:
     """One uid of the per-evaluation pool, held (an flock on its slot file) for as long as the evaluation runs, so
     two kernels evaluated at once never share a Unix user: neither can read, write or signal the other's files or
     processes. Slot files live in a root-only folder beside the evaluations' work folders."""
 
-    def __init__(self, slots_dir: Path) -> None:
-        self.slots_dir = Path(slots_dir)
+    def __init__(self, slots_dir: Path | None = None) -> None:
+        self.slots_dir = Path(slots_dir) if slots_dir is not None else uid_slots_dir()
         self._fh: Any = None
         self.identity: Identity | None = None
 
@@ -62,6 +75,9 @@ class UidLease:
         import fcntl
 
         self.slots_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.lstat(self.slots_dir)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():  # planted by someone else: never trust it
+            raise RuntimeError(f"{self.slots_dir} is not a folder of this user's: cannot lease sandbox uids there")
         start = os.getpid() % UID_SLOTS  # spread concurrent evaluations; any free slot will do
         for step in range(UID_SLOTS):
             slot = (start + step) % UID_SLOTS
