@@ -32,6 +32,9 @@ NOT_A_YARDSTICK = frozenset(
     }
 )
 
+# A kernel's first call of these in a worker process may build its code (not a hang): uncapped once per process.
+FIRST_CALL_COMPILES = frozenset({Command.RUN, Command.TIMING_SETUP})
+
 
 class Deadline:
     """The evaluation's clock: `timeout_s` from the start, pushed back by time spent queueing for the GPU."""
@@ -141,11 +144,15 @@ class CandidateClient:
         self.reference = reference  # whose slowest step is the yardstick for a hang
         self.hang_factor = hang_factor
         self.hang_grace_s = hang_grace_s
+        self.first_calls: set[Command] = set()  # commands this worker process has already answered once
 
     def hang_limit(self, cmd: Command) -> float | None:
-        """Seconds a candidate step may take before it counts as a hang: far past the reference's slowest step
-        (compiling and start-up have no reference counterpart and are bounded by the harness timeout only)."""
-        if cmd in NOT_A_YARDSTICK or not self.reference.slowest:
+        """Seconds a candidate step may take before it counts as a hang: far past the reference's slowest step.
+        Compiling and start-up have no reference counterpart and are bounded by the harness timeout only, and so
+        is the first forward and the first timing set-up of each worker process: that is where a kernel may
+        legitimately compile (load_inline on the first call, Triton's and torch.compile's first-call builds)."""
+        first = cmd in FIRST_CALL_COMPILES and cmd not in self.first_calls
+        if cmd in NOT_A_YARDSTICK or first or not self.reference.slowest:
             return None
         return self.hang_factor * self.reference.slowest + self.hang_grace_s
 
@@ -154,6 +161,7 @@ class CandidateClient:
         budget = self.deadline.left() if cap is None else min(self.deadline.left(), cap)
         try:
             reply = self.worker.request({"cmd": cmd, **fields}, budget)
+            self.first_calls.add(cmd)
         except WorkerError as exc:
             # a hang only while the evaluation still had time to spare after it (else: the plain timeout)
             hung = exc.kind == "timeout" and cap is not None and budget < self.deadline.left()
