@@ -37,6 +37,22 @@ def processes_in(folder: Path) -> list[int]:
     return found
 
 
+def processes_with(marker: str) -> list[int]:
+    """Live (not zombie) processes on this host whose command line contains `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (entry / "cmdline").read_bytes():
+                state = (entry / "stat").read_text().split(")")[1].split()[0]
+                if state not in {"Z", "X"}:
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
 _OWN_BASETEMP = pytest.StashKey[str]()
 
 # Fixtures that start the real harness (runner -> orchestrator -> worker processes, seconds to minutes each): every

@@ -57,12 +57,11 @@ def kill_adopted_children(rounds: int = 20, *, ignore: frozenset[str] = frozense
         if not children:
             break
         for pid in children:
-            if _comm(pid) in ignore:
-                killed -= 1
+            counted = _comm(pid) not in ignore  # read before the kill: a reaped pid has no name
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
                 os.waitpid(pid, 0)
-            killed += 1
+            killed += counted
         time.sleep(0.05)  # their own orphans are re-parented to us next
     return killed

@@ -133,15 +133,7 @@ class Plan:
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """The bwrap command line that runs `argv` in this sandbox."""
-        args = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
-        args += ["--unshare-cgroup-try", "--hostname", "kbv-sandbox"]
-        if self.unprivileged:
-            args += ["--unshare-user", "--uid", str(self.uid), "--gid", str(self.gid)]
-        for path in SYSTEM_DIRS:
-            if os.path.islink(path):
-                args += ["--symlink", os.readlink(path), path]
-            elif os.path.isdir(path):
-                args += ["--ro-bind", path, path]
+        args = _namespaces_and_system(self.bwrap, self.unprivileged, self.uid, self.gid)
         for name in ETC_FILES:
             args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         args += ["--ro-bind", str(self.etc_dir / "passwd"), "/etc/passwd"]
@@ -178,10 +170,11 @@ class Plan:
         return [*args, *argv]
 
 
-@functools.cache
-def _works(bwrap: str, unprivileged: bool, uid: int, gid: int) -> str | None:
-    """None when this bwrap can build the sandbox's namespaces here, else why not (asked once per process)."""
+def _namespaces_and_system(bwrap: str, unprivileged: bool, uid: int, gid: int) -> list[str]:
+    """The start of every bwrap command line here: the sandbox's namespaces, then the system's programs and
+    libraries read-only (the real sandbox and the probe of whether bwrap works share it)."""
     args = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+    args += ["--unshare-cgroup-try", "--hostname", "kbv-sandbox"]
     if unprivileged:
         args += ["--unshare-user", "--uid", str(uid), "--gid", str(gid)]
     for path in SYSTEM_DIRS:
@@ -189,6 +182,13 @@ def _works(bwrap: str, unprivileged: bool, uid: int, gid: int) -> str | None:
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
+    return args
+
+
+@functools.cache
+def _works(bwrap: str, unprivileged: bool, uid: int, gid: int) -> str | None:
+    """None when this bwrap can build the sandbox's namespaces here, else why not (asked once per process)."""
+    args = _namespaces_and_system(bwrap, unprivileged, uid, gid)
     args += ["--proc", "/proc", "--dev", "/dev", "--size", "1048576", "--tmpfs", "/tmp", "--", "true"]
     identity: dict[str, Any] = {"user": uid, "group": gid, "extra_groups": []} if os.geteuid() == 0 and uid != 0 else {}
     try:

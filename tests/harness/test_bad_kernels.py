@@ -14,6 +14,7 @@ import pytest
 
 from evaluator.harness.namespaces import BUILD_DIR
 from evaluator.harness.privileges import candidate_identity
+from tests.conftest import processes_with
 
 from .conftest import KERNELS, PROBLEMS, check, dist
 
@@ -81,22 +82,6 @@ def test_infinite_loop_times_out_and_the_whole_group_dies(evaluate, tmp_path):
     assert "timed out" in record["error"]
     time.sleep(0.5)
     assert not processes_with(marker), "the kernel's grandchild survived the evaluation"
-
-
-def processes_with(marker: str) -> list[int]:
-    """Live (not zombie) processes on this host whose command line contains `marker`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if marker.encode() in (entry / "cmdline").read_bytes():
-                state = (entry / "stat").read_text().split(")")[1].split()[0]
-                if state not in {"Z", "X"}:
-                    found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 @pytest.mark.slow  # starts the real harness

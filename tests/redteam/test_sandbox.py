@@ -26,6 +26,7 @@ import pytest
 
 from evaluator.harness.namespaces import choose_mode
 from evaluator.runner import run_evaluation
+from tests.conftest import processes_with
 
 HERE = Path(__file__).resolve().parent
 RELU = (HERE / "problems" / "relu.py").read_text()
@@ -117,19 +118,6 @@ def _attack(marker: str, paths: list[str], ports: list[int], secret: str) -> str
     )
 
 
-def _live_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    if (entry / "stat").read_text().split(")")[1].split()[0] not in {"Z", "X"}:
-                        found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 @pytest.fixture
 def listener():
     """A TCP server on the host's loopback, standing for the web app, the database and the broker."""
@@ -202,7 +190,7 @@ def test_a_kernel_reaches_nothing_of_the_host(tmp_path, listener, monkeypatch, r
     assert record["status"] == "ok" and record["correct"] is True, record["error"]
     assert not accepted, "the kernel connected to a host service"
     time.sleep(0.5)
-    assert not _live_with(marker), "a process of the kernel outlived its evaluation"
+    assert not processes_with(marker), "a process of the kernel outlived its evaluation"
     for folder in ("/tmp", "/var/tmp", "/dev/shm"):
         assert not (Path(folder) / marker).exists(), f"the kernel left a file in {folder}"
     assert not list((tmp_path / "work").glob("eval-*")), "the evaluation's work folder was left behind"
@@ -426,9 +414,9 @@ def test_killing_the_evaluator_leaves_no_kernel_process(tmp_path):
             options={"quick": True},
         )
         deadline = time.monotonic() + 90
-        while not _live_with(marker) and time.monotonic() < deadline:
+        while not processes_with(marker) and time.monotonic() < deadline:
             time.sleep(0.2)
-        found = _live_with(marker)
+        found = processes_with(marker)
         assert found, "the kernel never started its grandchild"
         pid = found[0]  # up from the kernel's grandchild to the orchestrator (`python -m evaluator.harness ...`)
         while pid > 1:
@@ -441,9 +429,9 @@ def test_killing_the_evaluator_leaves_no_kernel_process(tmp_path):
         with contextlib.suppress(Exception):  # the runner reports the dead harness as an infrastructure error
             pending.result(timeout=120)
     deadline = time.monotonic() + 20
-    while _live_with(marker) and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _live_with(marker), "a process of the kernel outlived its evaluator"
+    assert not processes_with(marker), "a process of the kernel outlived its evaluator"
 
 
 @pytest.mark.gpu
