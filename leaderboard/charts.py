@@ -278,6 +278,67 @@ def heatmap_figure(
     return fig
 
 
+def speed_of_light_figure(
+    problems: Mapping[int, tuple[int, int, str]],
+    llms: Mapping[int, str],
+    cells: Mapping[int, Mapping[int, Cell]],
+    kernel_url: Callable[[int], str],
+) -> go.Figure:
+    """Per LLM, the speed-of-light fractions (roofline bound / kernel time) of its chosen kernels as a box with every
+    point (log axis, a dotted line at 1). Above 1 is faster than the bound, which cannot be: those points are drawn
+    again as red crosses, "flagged"; a click on a point opens the kernel."""
+    series: dict[str, list[tuple[float, str, str]]] = {}
+    for llm_id in sorted(llms, key=lambda i: llms[i].lower()):
+        points = [
+            (cell.sol, f"L{p[0]}/{p[1]} {_short(p[2])}", kernel_url(cell.kernel_id))
+            for pk, p in sorted(problems.items(), key=lambda item: item[1][:2])
+            if (cell := cells.get(pk, {}).get(llm_id)) and cell.sol
+        ]
+        if points:
+            series[llms[llm_id]] = points
+    if not series:
+        return empty_figure(
+            "Nothing to plot: no GPU evaluations with known device peaks yet (CPU runs and GPUs without datasheet"
+            " peaks have no speed-of-light bound)."
+        )
+    fig = go.Figure()
+    flagged: list[tuple[str, float, str, str]] = []
+    for name, points in series.items():
+        fig.add_trace(
+            go.Box(
+                x=[name] * len(points),
+                y=[f for f, _, _ in points],
+                text=[label for _, label, _ in points],
+                customdata=[url for _, _, url in points],
+                name=name,
+                boxpoints="all",
+                jitter=0.4,
+                pointpos=0,
+                showlegend=False,
+                hovertemplate="%{text}<br>%{y:.1%} of the speed of light<extra>" + name + "</extra>",
+            )
+        )
+        flagged += [(name, f, label, url) for f, label, url in points if f > 1]
+    if flagged:
+        fig.add_trace(
+            go.Scatter(
+                x=[n for n, _, _, _ in flagged],
+                y=[f for _, f, _, _ in flagged],
+                text=[label for _, _, label, _ in flagged],
+                customdata=[url for _, _, _, url in flagged],
+                mode="markers",
+                name="flagged: faster than the bound",
+                marker={"symbol": "x", "size": 12, "color": "#cf222e"},
+                hovertemplate="%{text}<br>%{y:.1%} of the speed of light: faster than the bound<extra>%{x}</extra>",
+            )
+        )
+    fig.add_hline(y=1, line_dash="dot", line_color="#57606a")
+    fig.update_yaxes(type="log", tickformat=".1~%", title="Roofline bound / kernel time (log)")
+    fig.update_xaxes(tickfont={"size": 12}, automargin=True)
+    fig.update_layout(title="Speed of light per LLM", height=420, legend={"orientation": "h"})
+    return fig
+
+
 def level_counters(decomposition: Mapping[int, Mapping[int, Counter]], llm_ids: Sequence[int]) -> dict[str, Counter]:
     """Sum the per-LLM decomposition into 'Level 1'..'Level 3' and 'Overall' counters for the chosen LLMs."""
     out: dict[str, Counter] = {f"Level {level}": Counter() for level in LEVELS}

@@ -100,7 +100,7 @@ def _kernel_url(kernel_id: int) -> str:
 
 
 def _charts(version: str, data: LeaderboardData, level: int | None, llm_ids: list[int] | None = None) -> dict[str, str]:
-    """The four chart fragments; rendering a figure costs more than reading the board, so they are cached beside it."""
+    """The chart fragments; rendering a figure costs more than reading the board, so they are cached beside it."""
     llm_ids = llm_ids if llm_ids is not None else list(data.llms)
     levels = [level] if level else list(LEVELS)
     rows_by_level = {lv: [r for r in data.rows.get(lv, []) if r.llm_id in llm_ids] for lv in levels}
@@ -125,6 +125,15 @@ def _charts(version: str, data: LeaderboardData, level: int | None, llm_ids: lis
                 data.failures,
             ),
             "chart-heatmap",
+        ),
+        "sol": lambda: charts.to_fragment(
+            charts.speed_of_light_figure(
+                {pk: p for pk, p in data.problems.items() if pk in in_level},
+                {i: data.llms[i] for i in llm_ids},
+                data.cells,
+                _kernel_url,
+            ),
+            "chart-speed-of-light",
         ),
     }
     return {

@@ -18,8 +18,8 @@ from evaluator.services.results import results_changed, results_version
 # Part of every key: bump it when the cached objects change shape (LeaderboardData gained problem_counts and
 # failures), so a shared cache never hands a new process an old pickle.
 SCHEMA = (
-    "s5"  # s3: baseline rows' `evaluations`, the inactive problems' degenerate status; s4: BoardChoices.default_sets;
-    # s5: rows' sol_fraction and vs_compile
+    "s6"  # s3: baseline rows' `evaluations`, the inactive problems' degenerate status; s4: BoardChoices.default_sets;
+    # s5: rows' sol_fraction and vs_compile; s6: cells' sol (the speed-of-light chart)
 )
 T = TypeVar("T")
 

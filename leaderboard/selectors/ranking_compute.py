@@ -322,7 +322,7 @@ def compute_leaderboard(*, hardware: str, problem_set: str) -> LeaderboardData:
         per_problem = {pk: _combine_repeats(rs) for pk, rs in per_problem_runs.items()}
         for problem_pk, ss in per_problem.items():
             if chosen := best([s for s in ss if s.eligible], "speedup"):
-                cells[problem_pk][llm_id] = Cell(chosen.kernel, chosen.speedup, chosen.memory, chosen.runs)
+                cells[problem_pk][llm_id] = Cell(chosen.kernel, chosen.speedup, chosen.memory, chosen.runs, chosen.sol)
             else:
                 failures[problem_pk][llm_id] = "hack" if any(s.hack for s in ss) else "incorrect"
             decomposition[llm_id][problems[problem_pk][0]][_decompose(ss)] += 1

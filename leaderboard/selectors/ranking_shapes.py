@@ -129,6 +129,7 @@ class Cell:
     speedup: float | None
     memory_ratio: float | None
     runs: int = 1  # evaluations of this kernel source combined into `speedup` (their median)
+    sol: float | None = None  # its speed-of-light fraction (issue 19; None on the CPU or a GPU of unknown peaks)
 
 
 @dataclass

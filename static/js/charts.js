@@ -1,6 +1,7 @@
 // Draws the Plotly figures of the page once it is laid out, so each is sized to its card (drawing inline, while
 // the grid was still being parsed, drew a chart wider than its card until the window was resized), keeps them
-// sized to their cards, and makes heat-map cells that carry a same-site URL in customdata open it.
+// sized to their cards, and makes points of a [data-click-through] chart (heat-map cells, speed-of-light points) that
+// carry a same-site URL in customdata open it.
 (function () {
   "use strict";
   // The mode bar covered chart titles on touch screens and phones: no mode bar there.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.test_pages_in_browser import board  # noqa: F401  (fixture)
+from tests.browser.test_pages_in_browser import CHARTS, board  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -14,7 +14,7 @@ def test_pages_render_under_the_csp_without_violations(page, board):  # noqa: F8
     page.on("console", lambda msg: violations.append(msg.text) if "Content Security Policy" in msg.text else None)
     response = page.goto("/?level=1")
     assert "script-src 'self';" in response.headers["content-security-policy"]
-    for chart in ("chart-memory-speedup", "chart-speedup-cdf", "chart-decomposition", "chart-heatmap"):
+    for chart in CHARTS:
         page.wait_for_selector(f"#{chart} .main-svg", timeout=15000)
     page.goto(f"/kernels/{board['cheat'].pk}/")
     page.wait_for_selector("h1")

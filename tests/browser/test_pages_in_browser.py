@@ -7,6 +7,7 @@ import re
 import pytest
 from django.core.management import call_command
 
+from evaluator.harness.roofline import speed_of_light
 from evaluator.models import AuditFlag, Baseline
 from tests.factories import (
     AuditFlagFactory,
@@ -36,6 +37,13 @@ class ModelNew(nn.Module):
 """
 
 
+def sol_record(fraction: float) -> dict:
+    """A record's `speed_of_light` on the H200 (memory-bound ReLU-like work) whose fraction is `fraction`."""
+    counts = {"matrix_flops": 0, "vector_flops": 1 << 20, "bytes": 8 << 20, "dtype": "float32"}
+    bound_ms = speed_of_light(counts, "NVIDIA H200", 1.0)["bound_ms"]
+    return speed_of_light(counts, "NVIDIA H200", bound_ms / fraction)
+
+
 @pytest.fixture
 def board():
     """Three LLMs on six problems (two per level), baselines, and one confirmed hack."""
@@ -46,7 +54,10 @@ def board():
         submission = SubmissionFactory(llm=LLMFactory(name=name))
         for p in problems:
             kernel = KernelFactory(submission=submission, llm=submission.llm, problem=p)
-            EvaluationFactory(kernel=kernel, speedup=factor * (1 + p.problem_id / 10), memory_ratio=factor)
+            evaluation = EvaluationFactory(kernel=kernel, speedup=factor * (1 + p.problem_id / 10), memory_ratio=factor)
+            # Speed-of-light fractions for the chart: strong's (1.32, 1.44) are above 1, i.e. flagged.
+            evaluation.result["speed_of_light"] = sol_record(0.6 * factor * (1 + p.problem_id / 10))
+            evaluation.save(update_fields=["result"])
             kernels[(name, p.pk)] = kernel
     for p in problems:
         BaselineFactory(problem=p, precision=Baseline.Precision.TF32, median_ms=1.0)
@@ -68,6 +79,9 @@ def board():
         rationale="Runs on a side stream, so CUDA events on the default stream stop before the work ends.",
     )
     return {"problems": problems, "kernels": kernels, "cheat": cheat}
+
+
+CHARTS = ("chart-memory-speedup", "chart-speedup-cdf", "chart-decomposition", "chart-speed-of-light", "chart-heatmap")
 
 
 def names(page) -> list[str]:
@@ -103,7 +117,7 @@ def test_leaderboard_sorts_and_filters(page, board, screenshot):
 
 def test_charts_render_and_heatmap_clicks_through(page, board):
     page.goto("/?level=1")
-    for chart in ("chart-memory-speedup", "chart-speedup-cdf", "chart-decomposition", "chart-heatmap"):
+    for chart in CHARTS:
         page.wait_for_selector(f"#{chart} .main-svg", timeout=15000)
     page.wait_for_selector('#chart-heatmap[data-click-bound="true"]')
     page.locator("#chart-heatmap").scroll_into_view_if_needed()
