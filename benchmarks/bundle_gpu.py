@@ -194,6 +194,9 @@ class Run:
             "queued_s": round(queued_s, 2),
             "ended_at_s": round(self.elapsed(), 2),
             "error": (record.get("error") or "")[:300],
+            # Issue 19: the roofline bound and the kernel's fraction of it, and what ran on each side (top kernels)
+            "speed_of_light": record.get("speed_of_light"),
+            "launched": _launched_summary(record.get("launched_kernels")),
         }
         with self.lock:
             self.records.append(row)
@@ -246,6 +249,17 @@ def summarise(run: Run, total_s: float, bundle_size: int) -> dict[str, Any]:
         "min_calls": run.args.min_calls,
         "spread": spread(evals),
     }
+
+
+def _launched_summary(launched: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The record's launched_kernels, cut to what a results table needs: the flag and the five longest kernels."""
+    if not launched:
+        return None
+    out: dict[str, Any] = {k: launched.get(k) for k in ("custom_launched", "custom_defined", "error")}
+    for side in ("candidate", "baseline"):
+        kernels = (launched.get(side) or {}).get("kernels") or []
+        out[side] = [[k.get("name", "")[:80], k.get("count"), k.get("share")] for k in kernels[:5]]
+    return out
 
 
 def spread(evals: list[dict[str, Any]]) -> dict[str, Any]:
