@@ -1,18 +1,7 @@
 """The red-team suite: exploit kernels the evaluator must catch and legitimate kernels it must pass.
 
-Every kernel file starts with a machine-readable header of `# redteam-<key>: <value>` comment lines:
-
-    # redteam-class: A6                 catalogue id (docs/reward_hacks.md), or "legit"
-    # redteam-problem: matmul.py        a file under tests/redteam/problems/
-    # redteam-expect: incorrect         incorrect | rejected | not_faster (exploits), correct (legit)
-    # redteam-max-speedup: 1.5          not_faster only: the measured speedup must stay at or below this
-    # redteam-min-speedup: 1.5          legit only: the measured speedup must reach this (a real speedup)
-    # redteam-device: cuda              cpu (default) or cuda
-    # redteam-timeout: 60               seconds for the whole evaluation (default 180)
-    # redteam-options: {"quick": true}  harness options (JSON) for this kernel, on top of {"quick": true}
-    # redteam-control: gpu/legit_x        not_faster only: bound = CONTROL_FACTOR x that legit kernel's speedup
-    # redteam-known-gap: <why>          the evaluator cannot catch it by design; reported, never silently skipped
-    # redteam-why: <text>               what the kernel does (continuation lines start with "#   ")
+Every kernel file starts with a machine-readable header of `# redteam-<key>: <value>` comment lines (the keys, and
+the Case they become: redteam_cases.py, whose names this module also offers).
 
 Verdicts. A result is *credited* when status == "ok" and correct is True. An exploit is caught when it is not
 credited, or, for `not_faster`, when its measured speedup stays within `max-speedup`. The verdict the evaluator
@@ -28,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import sys
@@ -36,130 +24,38 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REDTEAM_DIR = Path(__file__).resolve().parent
+from redteam_cases import (
+    DEFAULT_MAX_SPEEDUP,
+    DEFAULT_TIMEOUT,
+    EXPLOIT_VERDICTS,
+    KIND_DIRS,
+    PROBLEMS_DIR,
+    REDTEAM_DIR,
+    Case,
+    load_case,
+    load_cases,
+    parse_header,
+)
+
+__all__ = [
+    "CONTROL_FACTOR", "DEFAULT_MAX_SPEEDUP", "DEFAULT_TIMEOUT", "EXPLOIT_VERDICTS", "FOLLOWUP_KERNEL", "KIND_DIRS",
+    "LIGHT_TIMING", "PROBLEMS_DIR", "REDTEAM_DIR", "REPO_ROOT", "RESULTS", "VERDICTS", "Case", "Verdict", "describe",
+    "evaluate", "judge", "load_case", "load_cases", "main", "markdown_table", "parse_header", "run_cases", "run_one",
+    "speed_bound", "summary_line", "timing_sensitive", "verdict_table",
+]  # fmt: skip
+
 REPO_ROOT = REDTEAM_DIR.parents[1]
-PROBLEMS_DIR = REDTEAM_DIR / "problems"
-KIND_DIRS = {
-    "exploit": REDTEAM_DIR / "exploits",
-    "legit": REDTEAM_DIR / "legit",
-    "abuse": REDTEAM_DIR / "abuse",
-    "gpu": REDTEAM_DIR / "gpu",
-}
 # Resource-abuse kernels are followed, in the same thread, by this legitimate kernel: the caller must go on normally.
 FOLLOWUP_KERNEL = "legit/shape_specialised_matmul"
-EXPLOIT_VERDICTS = ("incorrect", "rejected", "not_faster")
-DEFAULT_TIMEOUT = 180.0
-DEFAULT_MAX_SPEEDUP = 1.5
 CONTROL_FACTOR = 1.3  # an exploit may not beat its honest twin (same kernel, no trick) by more than measurement noise
-_HEADER = re.compile(r"^#\s*redteam-([a-z-]+):\s?(.*)$")
 
 # Results and verdicts of this process's evaluations, by case id: the pytest summary hook reads them.
 RESULTS: dict[str, dict[str, Any]] = {}
 VERDICTS: dict[str, Any] = {}
-
-
-@dataclass(frozen=True)
-class Case:
-    """One kernel of the suite and what the evaluator must say about it."""
-
-    path: Path
-    kind: str  # exploit | legit | gpu
-    cls: str
-    problem: Path
-    expect: str
-    device: str = "cpu"
-    max_speedup: float | None = None
-    min_speedup: float | None = None
-    timeout: float = DEFAULT_TIMEOUT
-    known_gap: str = ""
-    why: str = ""
-    control: str = ""
-    options: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
-    extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
-
-    @property
-    def id(self) -> str:
-        return f"{self.kind}/{self.path.stem}"
-
-    @property
-    def is_legit(self) -> bool:
-        return self.expect == "correct"
-
-
-def parse_header(text: str) -> dict[str, str]:
-    """The `# redteam-<key>: value` lines at the top of a kernel file (continuations `#   ...` join the last key)."""
-    header: dict[str, str] = {}
-    last = None
-    for line in text.splitlines():
-        match = _HEADER.match(line)
-        if match:
-            last = match.group(1)
-            header[last] = match.group(2).strip()
-        elif last and line.startswith("#   "):
-            header[last] += " " + line[4:].strip()
-        elif line.strip() and not line.startswith("#"):
-            break
-    return header
-
-
-def load_case(path: Path, kind: str) -> Case:
-    """Parse and validate one kernel file's header; a malformed header is an error, not a skip."""
-    header = parse_header(path.read_text())
-    missing = [key for key in ("class", "problem", "expect") if key not in header]
-    if missing:
-        raise ValueError(f"{path}: header lacks redteam-{', redteam-'.join(missing)}")
-    expect = header["expect"]
-    allowed = ("correct",) if header["class"] == "legit" else EXPLOIT_VERDICTS
-    if expect not in allowed:
-        raise ValueError(f"{path}: redteam-expect {expect!r} not in {allowed}")
-    problem = PROBLEMS_DIR / header["problem"]
-    if not problem.is_file():
-        raise ValueError(f"{path}: problem {problem} not found")
-    max_speedup = float(header["max-speedup"]) if "max-speedup" in header else None
-    if expect == "not_faster" and max_speedup is None:
-        max_speedup = DEFAULT_MAX_SPEEDUP
-    known = {
-        "class",
-        "problem",
-        "expect",
-        "device",
-        "max-speedup",
-        "min-speedup",
-        "timeout",
-        "known-gap",
-        "why",
-        "options",
-    }
-    return Case(
-        path=path,
-        kind=kind,
-        cls=header["class"],
-        problem=problem,
-        expect=expect,
-        device=header.get("device", "cuda" if kind == "gpu" else "cpu"),
-        max_speedup=max_speedup,
-        min_speedup=float(header["min-speedup"]) if "min-speedup" in header else None,
-        timeout=float(header.get("timeout", DEFAULT_TIMEOUT)),
-        known_gap=header.get("known-gap", ""),
-        why=header.get("why", ""),
-        options=json.loads(header["options"]) if "options" in header else {},
-        control=header.get("control", ""),
-        extra={k: v for k, v in header.items() if k not in known},
-    )
-
-
-def load_cases(kinds: Iterable[str] = ("exploit", "legit")) -> list[Case]:
-    """Every kernel of the given kinds, sorted by id."""
-    cases = []
-    for kind in kinds:
-        for path in sorted(KIND_DIRS[kind].glob("*.py")):
-            if not path.name.startswith("_"):
-                cases.append(load_case(path, kind))
-    return cases
 
 
 # --- verdicts -------------------------------------------------------------------------------------------------------
