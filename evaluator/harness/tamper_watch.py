@@ -70,12 +70,26 @@ def replaced_functions() -> list[str]:
             current = _resolve(name)
         except AttributeError:
             current = None
-        if current is not original:
+        if current is not original and not _torch_own_rebinding(name, original, current):
             tampered.append(name)
     for label, module, name, original in _HARNESS_FUNCS:
         if vars(module).get(name) is not original:
             tampered.append(label)
     return tampered
+
+
+def _torch_own_rebinding(name: str, original: Any, current: Any) -> bool:
+    """torch._dynamo's first import (torch.compile, and torch.profiler, which the harness itself runs for "what ran")
+    rebinds `torch.manual_seed` to `torch._disable_dynamo(<the same function>)`: torch's own patch, not the kernel's.
+    Accepted only when the wrapper is that function's code with the original in its `fn` cell, so a look-alike that
+    calls something else is still tampering."""
+    if name != "torch.manual_seed" or "torch._dynamo" not in sys.modules:
+        return False
+    code: Any = getattr(current, "__code__", None)
+    if code is None or code is not getattr(torch._disable_dynamo(original), "__code__", None):
+        return False
+    cells = dict(zip(code.co_freevars, current.__closure__ or (), strict=False))
+    return "fn" in cells and cells["fn"].cell_contents is original
 
 
 def new_threads() -> tuple[list[str], int | None]:
