@@ -85,10 +85,10 @@ def _torch_own_rebinding(name: str, original: Any, current: Any) -> bool:
     calls something else is still tampering."""
     if name != "torch.manual_seed" or "torch._dynamo" not in sys.modules:
         return False
-    code: Any = getattr(current, "__code__", None)
-    if code is None or code is not getattr(torch._disable_dynamo(original), "__code__", None):
+    wrapper_code = torch._disable_dynamo(original).__code__
+    if getattr(current, "__code__", None) is not wrapper_code:
         return False
-    cells = dict(zip(code.co_freevars, current.__closure__ or (), strict=False))
+    cells = dict(zip(wrapper_code.co_freevars, current.__closure__ or (), strict=False))
     return "fn" in cells and cells["fn"].cell_contents is original
 
 
