@@ -102,7 +102,7 @@ chromium:
 test: install services chromium lint check test-sqlite test-postgres
 
 test-sqlite: install
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15  # the slowest tests, to see where the time goes
 
 # The inner loop (about a minute or two): no real harness processes, workers, servers or browser. `make test` before pushing.
 test-fast: install

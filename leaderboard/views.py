@@ -110,6 +110,8 @@ def _charts(version: str, data: LeaderboardData, level: int | None, llm_ids: lis
         for llm_id in llm_ids
     }
     tag = f"{level}:{','.join(map(str, sorted(llm_ids)))}"
+    problems = {pk: p for pk, p in data.problems.items() if pk in in_level}
+    llms = {i: data.llms[i] for i in llm_ids}
     out = {
         "scatter": lambda: charts.to_fragment(charts.memory_speedup_figure(rows_by_level), "chart-memory-speedup"),
         "cdf": lambda: charts.to_fragment(charts.speedup_cdf_figure(speedups), "chart-speedup-cdf"),
@@ -117,23 +119,10 @@ def _charts(version: str, data: LeaderboardData, level: int | None, llm_ids: lis
             charts.decomposition_figure(charts.level_counters(data.decomposition, llm_ids)), "chart-decomposition"
         ),
         "heatmap": lambda: charts.to_fragment(
-            charts.heatmap_figure(
-                {pk: p for pk, p in data.problems.items() if pk in in_level},
-                {i: data.llms[i] for i in llm_ids},
-                data.cells,
-                _kernel_url,
-                data.failures,
-            ),
-            "chart-heatmap",
+            charts.heatmap_figure(problems, llms, data.cells, _kernel_url, data.failures), "chart-heatmap"
         ),
         "sol": lambda: charts.to_fragment(
-            charts.speed_of_light_figure(
-                {pk: p for pk, p in data.problems.items() if pk in in_level},
-                {i: data.llms[i] for i in llm_ids},
-                data.cells,
-                _kernel_url,
-            ),
-            "chart-speed-of-light",
+            charts.speed_of_light_figure(problems, llms, data.cells, _kernel_url), "chart-speed-of-light"
         ),
     }
     return {
