@@ -50,6 +50,13 @@ def test_cuda_timing_memory_and_checks(tmp_path):
     # the sandbox (its own user and namespaces), where legacy CUDA IPC handles do not
     assert env["output_handover"] == ("cuda_fd" if env["sandbox"] == "namespaces" else env["output_handover"])
     assert env["output_handover"] in ("cuda_fd", "cuda_ipc"), env["output_handover"]
+    # What ran (issue 19): one profiled call per side. The profiler imports torch._dynamo, which rebinds
+    # torch.manual_seed: the tamper watch must know torch's own patch (on the H200 it failed every evaluation once).
+    assert get_check(record, "timer_integrity")["passed"] is True
+    ran = record["launched_kernels"]
+    assert ran["candidate"]["kernels"] and ran["baseline"]["kernels"], ran
+    sol = record["speed_of_light"]
+    assert sol["bytes"] > 0 and (sol["fraction"] is None or 0 < sol["fraction"] <= 1.0), sol
 
 
 def test_two_evaluations_share_one_gpu_through_the_lock(tmp_path):
