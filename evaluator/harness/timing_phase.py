@@ -20,7 +20,13 @@ from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.protocol import PAPER_LOOP_CALLS, VERIFIED_TOLERANCE, set_check
 from evaluator.harness.setup_phase import handover, recompile
 from evaluator.harness.timing import calls_per_block, rse_median
-from evaluator.harness.timing_record import OuterBlocks, Samples, describe_pairs, fill_timing_record
+from evaluator.harness.timing_record import (
+    OuterBlocks,
+    Samples,
+    describe_pairs,
+    fill_timing_record,
+    looks_like_replay,
+)
 from evaluator.harness.verdict import integrity
 
 MIN_ROUNDS = 4  # blocks per side before the loop may stop early (quick mode's 10 calls would be only 2)
@@ -49,7 +55,8 @@ def run_timing(ctx: Context) -> None:
     rechecks: dict[str, Any] = {}
     for pair in pairs:
         rechecks.update(pair.rechecks)
-    _fresh_probe(ctx, rechecks)
+    rotating = [t for pair in pairs for t in pair.times["cand"]]
+    _fresh_probe(ctx, rechecks, statistics.median(rotating) if rotating else None)
     _recheck(ctx, rechecks)
     ctx.phase("timing_checks", step)
     times, walls, outer, forged = _pooled(pairs)
@@ -68,6 +75,8 @@ def run_timing(ctx: Context) -> None:
         pairs=[(p.times["tf32"], p.times["cand"]) for p in pairs],
     )
     describe_pairs(ctx.record, pairs, wanted=wanted, block_calls=block, skipped=skipped, opts=opts)
+    if ctx.record["timing"].get("candidate_fresh_inputs") is not None:
+        ctx.record["timing"]["candidate_fresh_inputs"]["rounds"] = ctx.fresh_rounds
     if paper is not None:
         ctx.record["timing"]["paper_loop"] = paper
     ctx.phase("timing", started)
@@ -253,24 +262,41 @@ def _timing_sets(ctx: Context) -> int:
     return max(1, min(ctx.opts.input_sets, int(room // max(per_set, 1))))
 
 
-def _fresh_probe(ctx: Context, rechecks: dict[str, Any]) -> None:
+def _fresh_probe(ctx: Context, rechecks: dict[str, Any], rotating_ms: float | None) -> None:
     """Time a few calls on input sets the kernel has never seen. The timed loop rotates through a handful of
     sets, so a cache keyed on input contents or addresses (A6, A9) would otherwise replay most timed calls.
     The calls run back to back, as in a timed block, unless the sets are large: then one at a time, so a 6 GB
-    set and its output are held only once."""
-    start = ctx.timing_sets
+    set and its output are held only once.
+
+    A round that looks like replay is confirmed by a second round on other never-seen sets, and the faster round
+    counts: a cache is slow on every new set, while one noisy moment on a shared CPU (seen: an honest kernel's
+    three fresh calls 5x slow, its speedup cut to 0.19x) is not slow twice."""
     count = 3 if ctx.opts.quick else 5
+    rounds: list[tuple[list[float], list[float]]] = []
+    for attempt in range(2):
+        rounds.append(_fresh_round(ctx, rechecks, ctx.timing_sets + attempt * count, count))
+        fresh = rounds[-1][1]
+        if not fresh or rotating_ms is None or not looks_like_replay(rotating_ms, fresh):
+            break
+    ctx.fresh_base_times, ctx.fresh_times = min(rounds, key=lambda r: statistics.median(r[1]) if r[1] else float("inf"))
+    ctx.fresh_rounds = len(rounds)
+
+
+def _fresh_round(ctx: Context, rechecks: dict[str, Any], start: int, count: int) -> tuple[list[float], list[float]]:
+    """One round of the fresh-input probe: (the baseline's times, the candidate's times) on `count` new sets."""
     batch = count if (ctx.input_bytes + ctx.output_bytes) * count <= 1 << 30 else 1
-    ctx.fresh_base_times, ctx.fresh_times = [], []
+    base_times: list[float] = []
+    cand_times: list[float] = []
     for first in range(start, start + count, batch):
         indices = range(first, min(first + batch, start + count))
         seeds = [ctx.seed() for _ in indices]
         made = ctx.ref.fresh_sets(seeds=seeds, start=first)
-        ctx.fresh_base_times += [float(x) for x in made.get("times", [])]
+        base_times += [float(x) for x in made.get("times", [])]
         paths = {str(i): str(ctx.folders.io / f"fresh_out_{i}.pt") for i in indices}
         reply = ctx.cand.time_fresh(seeds=seeds, paths=list(paths.values()), start=first)
-        ctx.fresh_times += [float(x) for x in reply["times"]]
+        cand_times += [float(x) for x in reply["times"]]
         rechecks.update(_recheck_outputs(ctx, "fresh inputs", reply["saved"], paths))
+    return base_times, cand_times
 
 
 def _recheck_outputs(ctx: Context, tag: str, saved: dict[str, Any], paths: dict[str, str]) -> dict[str, Any]:

@@ -115,13 +115,19 @@ def scale_speedups(record: dict[str, Any], factor: float) -> None:
         record["speedup_ci"] = [v * factor for v in record["speedup_ci"]]
 
 
+def looks_like_replay(c_med: float, fresh: list[float]) -> bool:
+    """Fresh calls much slower than the rotating ones; the 0.05 ms floor keeps jitter on tiny kernels from reading as
+    replay."""
+    return statistics.median(fresh) > 1.5 * c_med + 0.05
+
+
 def fresh_input_check(record: dict[str, Any], c_med: float, fresh: list[float], base: list[float]) -> None:
     """Compare the rotating-set median with calls on never-seen inputs. The timed loop rotates through a handful
     of sets, so a cache keyed on input contents or addresses (A6, A9) replays most timed calls; if fresh calls
     are much slower, the kernel is judged by what fresh inputs cost."""
     timing = record["timing"]
     f_med = statistics.median(fresh)
-    replay = f_med > 1.5 * c_med + 0.05  # the 0.05 ms floor keeps jitter on tiny kernels from reading as replay
+    replay = looks_like_replay(c_med, fresh)
     timing["candidate_fresh_inputs"] = {"median_ms": f_med, "calls": len(fresh)}
     detail = f"{len(fresh)} calls on never-seen inputs: median {f_med:.4g} ms vs {c_med:.4g} ms rotating"
     if replay:
