@@ -53,7 +53,6 @@ class Context:
     params_seed: int | None = None  # the seed of the randomised parameters: a later process pair re-creates them
     fresh_base_times: list[float] = field(default_factory=list)
     fresh_times: list[float] = field(default_factory=list)
-    fresh_rounds: int = 0  # rounds of the fresh-input probe (a second one confirms what looks like replay)
 
     @property
     def device(self) -> str:

@@ -55,11 +55,10 @@ def run_timing(ctx: Context) -> None:
     rechecks: dict[str, Any] = {}
     for pair in pairs:
         rechecks.update(pair.rechecks)
-    rotating = [t for pair in pairs for t in pair.times["cand"]]
-    _fresh_probe(ctx, rechecks, statistics.median(rotating) if rotating else None)
+    times, walls, outer, forged = _pooled(pairs)
+    fresh_rounds = _fresh_probe(ctx, rechecks, statistics.median(times["cand"]) if times["cand"] else None)
     _recheck(ctx, rechecks)
     ctx.phase("timing_checks", step)
-    times, walls, outer, forged = _pooled(pairs)
     fill_timing_record(
         ctx.record,
         times,
@@ -76,7 +75,7 @@ def run_timing(ctx: Context) -> None:
     )
     describe_pairs(ctx.record, pairs, wanted=wanted, block_calls=block, skipped=skipped, opts=opts)
     if ctx.record["timing"].get("candidate_fresh_inputs") is not None:
-        ctx.record["timing"]["candidate_fresh_inputs"]["rounds"] = ctx.fresh_rounds
+        ctx.record["timing"]["candidate_fresh_inputs"]["rounds"] = fresh_rounds
     if paper is not None:
         ctx.record["timing"]["paper_loop"] = paper
     ctx.phase("timing", started)
@@ -262,7 +261,7 @@ def _timing_sets(ctx: Context) -> int:
     return max(1, min(ctx.opts.input_sets, int(room // max(per_set, 1))))
 
 
-def _fresh_probe(ctx: Context, rechecks: dict[str, Any], rotating_ms: float | None) -> None:
+def _fresh_probe(ctx: Context, rechecks: dict[str, Any], rotating_ms: float | None) -> int:
     """Time a few calls on input sets the kernel has never seen. The timed loop rotates through a handful of
     sets, so a cache keyed on input contents or addresses (A6, A9) would otherwise replay most timed calls.
     The calls run back to back, as in a timed block, unless the sets are large: then one at a time, so a 6 GB
@@ -270,7 +269,7 @@ def _fresh_probe(ctx: Context, rechecks: dict[str, Any], rotating_ms: float | No
 
     A round that looks like replay is confirmed by a second round on other never-seen sets, and the faster round
     counts: a cache is slow on every new set, while one noisy moment on a shared CPU (seen: an honest kernel's
-    three fresh calls 5x slow, its speedup cut to 0.19x) is not slow twice."""
+    three fresh calls 5x slow, its speedup cut to 0.19x) is not slow twice. Returns the number of rounds."""
     count = 3 if ctx.opts.quick else 5
     rounds: list[tuple[list[float], list[float]]] = []
     for attempt in range(2):
@@ -279,7 +278,7 @@ def _fresh_probe(ctx: Context, rechecks: dict[str, Any], rotating_ms: float | No
         if not fresh or rotating_ms is None or not looks_like_replay(rotating_ms, fresh):
             break
     ctx.fresh_base_times, ctx.fresh_times = min(rounds, key=lambda r: statistics.median(r[1]) if r[1] else float("inf"))
-    ctx.fresh_rounds = len(rounds)
+    return len(rounds)
 
 
 def _fresh_round(ctx: Context, rechecks: dict[str, Any], start: int, count: int) -> tuple[list[float], list[float]]:
