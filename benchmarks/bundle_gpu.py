@@ -141,6 +141,7 @@ class Run:
         """Issue 17 part 2's options, where given (else the harness's defaults)."""
         return {
             "process_pairs": self.args.process_pairs,
+            "max_process_pairs": self.args.max_process_pairs,
             "pairs_below_ms": self.args.pairs_below_ms,
             "target_block_ms": self.args.target_block_ms,
         }
@@ -187,6 +188,8 @@ class Run:
             "paper_loop": timing.get("paper_loop"),
             "pairs": timing.get("pairs"),  # per process pair: medians and speedup (issue 17, part 2)
             "block_calls": timing.get("block_calls"),
+            "ci_method": timing.get("ci_method"),
+            "wallclock": timing.get("wallclock"),  # the cross-check's overheads, excess and measured jitter
             "phases": record.get("phases"),
             "handover": (record.get("environment") or {}).get("output_handover"),
             "compile_cache": (record.get("environment") or {}).get("compile_cache"),
@@ -318,6 +321,7 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=[], help="these problems only, e.g. L2/1")
     parser.add_argument("--repeats", type=int, default=1, help="evaluate each kernel this many times (spread)")
     parser.add_argument("--process-pairs", type=int, help="harness process_pairs (short problems; default 2)")
+    parser.add_argument("--max-process-pairs", type=int, help="harness max_process_pairs (default 4)")
     parser.add_argument("--pairs-below-ms", type=float, help="harness pairs_below_ms (default 1.0)")
     parser.add_argument("--target-block-ms", type=float, help="harness target_block_ms (0: fixed blocks)")
     parser.add_argument("--min-calls", type=int, default=100, help="timed calls per side before RSE may stop")

@@ -19,7 +19,7 @@ from evaluator.harness.correctness_phase import randomise
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.protocol import PAPER_LOOP_CALLS, VERIFIED_TOLERANCE, set_check
 from evaluator.harness.setup_phase import handover, recompile
-from evaluator.harness.timing import calls_per_block, rse_median
+from evaluator.harness.timing import calls_per_block, pooled_ratio, rse_median
 from evaluator.harness.timing_record import (
     OuterBlocks,
     Samples,
@@ -42,7 +42,11 @@ def run_timing(ctx: Context) -> None:
     base_med = statistics.median(pairs[0].times["tf32"]) if pairs[0].times["tf32"] else None
     wanted = opts.process_pairs if base_med is not None and base_med < opts.pairs_below_ms else 1
     skipped = ""
-    while len(pairs) < wanted:
+    while True:
+        if len(pairs) >= wanted:
+            if not (1 < wanted < opts.max_process_pairs and pairs_disagree(pairs, opts.pair_agreement)):
+                break
+            wanted += 1  # the pairs disagree: one more independent pair, the interval widens by their spread
         if ctx.left() < 0.5 * ctx.spec.timeout:  # a pair costs start-up and import again: only with time to spare
             skipped = f"{wanted - len(pairs)} more process pairs skipped: under half the evaluation's time left"
             break
@@ -79,6 +83,14 @@ def run_timing(ctx: Context) -> None:
     if paper is not None:
         ctx.record["timing"]["paper_loop"] = paper
     ctx.phase("timing", started)
+
+
+def pairs_disagree(pairs: list[PairSamples], agreement: float) -> bool:
+    """Do the process pairs' own speedups spread by more than `agreement` of their pooled speedup?"""
+    samples = [(p.times["tf32"], p.times["cand"]) for p in pairs]
+    ratios = [r for r in (pooled_ratio([s]) for s in samples) if r is not None]
+    pooled = pooled_ratio(samples)
+    return bool(pooled and len(ratios) > 1 and (max(ratios) - min(ratios)) / pooled > agreement)
 
 
 @dataclass

@@ -146,6 +146,16 @@ def _overhead(blocks: list[tuple[float, float, int]]) -> float:
     return statistics.median(per_block) if per_block else 0.0
 
 
+def _jitter(blocks: list[tuple[float, float, int]]) -> float | None:
+    """Robust spread (1.4826 x MAD, ms) of the per-block time the orchestrator saw that the side did not report:
+    the pipe round trips' jitter the 2 ms-per-block allowance stands for, measured (recorded, not yet the rule)."""
+    per_block = [wall - reported for wall, reported, _ in blocks]
+    if len(per_block) < 3:
+        return None
+    med = statistics.median(per_block)
+    return 1.4826 * statistics.median(abs(x - med) for x in per_block)
+
+
 def _calls_per_block(outer: OuterBlocks) -> float:
     sizes = [n for blocks in outer.values() for _, _, n in blocks]
     return max(statistics.median(sizes), 1) if sizes else 10.0
@@ -184,6 +194,8 @@ def wallclock_crosscheck(
         "baseline_overhead_ms_per_call": _overhead(outer["tf32"]),
         "speedup_wallclock": (b_wall / c_wall) if (b_wall and c_wall) else None,
         "speedup_orchestrator_clock": (b_outer / c_outer) if (b_outer and c_outer) else None,
+        "overhead_jitter_ms_per_block": {"baseline": _jitter(outer["tf32"]), "candidate": _jitter(outer["cand"])},
+        "excess_ms_per_block": excess * _calls_per_block(outer),
     }
     detail = (
         (
@@ -256,10 +268,13 @@ def describe_pairs(
     timing["pairs"] = rows
     if len(pairs) > 1:
         method = f"hierarchical bootstrap over {len(pairs)} process pairs, then calls (pooled medians)"
+        if len(pairs) > 2:
+            method += ", widened to the 95 % t-interval of the pairs' own speedups"
     else:
         method = "bootstrap over calls (one process pair)"
     timing["ci_method"] = method
     timing["process_pairs_policy"] = (
         f"{wanted} pairs wanted (baseline median below {opts.pairs_below_ms:g} ms: {opts.process_pairs} pairs, "
+        f"and up to {opts.max_process_pairs} while their speedups spread by more than {opts.pair_agreement:.0%}; "
         f"else 1); {skipped or f'{len(pairs)} run'}"
     )

@@ -46,6 +46,24 @@ def test_the_interval_holds_the_pooled_ratio_and_widens_when_pairs_disagree():
     assert not one_low <= pooled_ratio(disagree[1:]) <= one_high
 
 
+def test_with_three_or_more_pairs_the_interval_covers_the_t_interval_of_their_speedups():
+    """Four processes whose speedups sit at 1.00, 0.92, 1.06, 0.97 (the host's launch latency differs per process:
+    timing-spread-h200.md): a bootstrap over four pairs only ever sees those four, the t-interval of their mean
+    (3 degrees of freedom) is wider; the reported interval holds both."""
+    pairs = [
+        (_calls(0.20, 300, i), _calls(0.20 / r, 300, 10 + i, 0.005)) for i, r in enumerate((1.0, 0.92, 1.06, 0.97))
+    ]
+    ratios = [pooled_ratio([p]) for p in pairs]
+    half = 3.182 * statistics.stdev(ratios) / 2
+    low, high = hierarchical_ratio_ci(pairs, resamples=400, seed=3)
+    point = pooled_ratio(pairs)
+    assert low <= point - half + 1e-9 and high >= point + half - 1e-9
+    assert low < min(ratios) and high > max(ratios)
+    # two pairs: no t-widening (one degree of freedom), the bootstrap alone
+    two = hierarchical_ratio_ci(pairs[:2], resamples=400, seed=3)
+    assert two[1] - two[0] < 2 * half
+
+
 def test_pooled_ratio_is_the_ratio_of_pooled_medians():
     pairs = [([1.0, 2.0, 3.0], [1.0, 1.0, 1.0]), ([4.0, 5.0], [2.0, 2.0])]
     assert pooled_ratio(pairs) == statistics.median([1.0, 2.0, 3.0, 4.0, 5.0]) / 1.0
@@ -68,7 +86,7 @@ def test_quick_mode_keeps_one_pair_and_the_full_protocol_two():
 
 
 def test_a_short_problem_is_timed_in_two_process_pairs_on_request(evaluate):
-    record = evaluate("linear_bn", "linear_bn_correct", process_pairs=2, pairs_below_ms=1000.0)
+    record = evaluate("linear_bn", "linear_bn_correct", process_pairs=2, max_process_pairs=2, pairs_below_ms=1000.0)
     validate_result(record)
     assert record["status"] == "ok" and record["correct"] is True, record["error"]
     timing = record["timing"]
@@ -82,6 +100,38 @@ def test_a_short_problem_is_timed_in_two_process_pairs_on_request(evaluate):
     assert record["params_randomised"] is True
     for name in ("timed_output_recheck", "timer_integrity", "thread_count"):
         assert next(c for c in record["checks"] if c["name"] == name)["passed"] is True, name
+
+
+def test_pairs_that_disagree_get_more_pairs_up_to_the_limit(evaluate):
+    """pair_agreement 0: any difference between pairs counts as disagreement, so the harness adds pairs until
+    max_process_pairs; the interval is then widened to the pairs' t-interval."""
+    record = evaluate(
+        "linear_bn",
+        "linear_bn_correct",
+        process_pairs=2,
+        max_process_pairs=3,
+        pair_agreement=0.0,
+        pairs_below_ms=1000.0,
+    )
+    assert record["status"] == "ok", record["error"]
+    timing = record["timing"]
+    assert len(timing["pairs"]) == 3, timing["process_pairs_policy"]
+    assert "t-interval" in timing["ci_method"] and "3 run" in timing["process_pairs_policy"]
+    low, high = record["speedup_ci"]
+    assert low <= min(p["speedup"] for p in timing["pairs"]) and high >= max(p["speedup"] for p in timing["pairs"])
+
+
+def test_pairs_that_agree_stop_at_the_first_two(evaluate):
+    record = evaluate(
+        "linear_bn",
+        "linear_bn_correct",
+        process_pairs=2,
+        max_process_pairs=4,
+        pair_agreement=100.0,
+        pairs_below_ms=1000.0,
+    )
+    assert record["status"] == "ok", record["error"]
+    assert len(record["timing"]["pairs"]) == 2, record["timing"]["process_pairs_policy"]
 
 
 def test_a_long_problem_stays_in_one_pair(evaluate):
