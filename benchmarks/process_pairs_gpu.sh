@@ -8,7 +8,7 @@
 #
 #   OUT=$OUT PART=spread bash benchmarks/process_pairs_gpu.sh
 #   OUT=$OUT PART=redteam bash benchmarks/process_pairs_gpu.sh
-#   OUT=$OUT PART=adaptive bash benchmarks/process_pairs_gpu.sh   # the defaults now: 2-4 pairs (L1/10, L2/12)
+#   OUT=$OUT PART=adaptive [TAG=lead DEADLINE=300] bash benchmarks/process_pairs_gpu.sh   # the defaults now (L1/10, L2/12)
 set -euo pipefail
 OUT=${OUT:-/tmp/kbv-process-pairs}
 PART=${PART:-spread}
@@ -23,9 +23,9 @@ if [ "$PART" = spread ]; then
   done
 elif [ "$PART" = adaptive ]; then
   python3 benchmarks/bundle_gpu.py --out "$OUT" --gpus 0 --slots 1 --repeats 5 --only L1/10 L2/12 \
-    --cache /tmp/kbv-cache-pp --tag adaptive --deadline 450
+    --cache /tmp/kbv-cache-pp --tag "${TAG:-adaptive}" --deadline "${DEADLINE:-450}"
   python3 -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['spread'], indent=1))" \
-    "$OUT/adaptive_summary.json"
+    "$OUT/${TAG:-adaptive}_summary.json"
 else
   python3 benchmarks/redteam_gpu.py --out "$OUT" --only a5_underreport,legit_fused_scale_add --budget 400
 fi

@@ -146,8 +146,14 @@ def per_core(level: int, pid: int, calls: int, passes: int) -> None:
                     times.append(s.elapsed_time(e))
                     launches.append((t1 - t0) * 1e3)
                     del out
-                rows.append({"pass": p, "core": core, "synced_ms": statistics.median(times),
-                             "launch_ms": statistics.median(launches)})
+                rows.append(
+                    {
+                        "pass": p,
+                        "core": core,
+                        "synced_ms": statistics.median(times),
+                        "launch_ms": statistics.median(launches),
+                    }
+                )
     print(json.dumps({"per_core": rows}))
 
 
@@ -165,8 +171,12 @@ def main() -> None:
     if a.per_core:
         level, pid = (int(x) for x in a.per_core.lstrip("L").split("/"))
         a.out.mkdir(parents=True, exist_ok=True)
-        res = subprocess.run([sys.executable, __file__, "--out", str(a.out), "--child-core", a.per_core],
-                             capture_output=True, text=True, timeout=500)
+        res = subprocess.run(
+            [sys.executable, __file__, "--out", str(a.out), "--child-core", a.per_core],
+            capture_output=True,
+            text=True,
+            timeout=500,
+        )
         print(res.stderr[-2000:])
         (a.out / "per_core.json").write_text(res.stdout)
         rows = json.loads(res.stdout.strip().splitlines()[-1])["per_core"]
@@ -209,9 +219,7 @@ def _spread(values: list[float]) -> dict[str, float]:
 def _summarise(per_process: list[dict]) -> dict[str, object]:  # type: ignore[type-arg]
     out: dict[str, object] = {}
     for mode in ("synced", "queued"):
-        proc_meds = [
-            statistics.median(r["median_ms"] for r in d["rows"] if r["mode"] == mode) for d in per_process
-        ]
+        proc_meds = [statistics.median(r["median_ms"] for r in d["rows"] if r["mode"] == mode) for d in per_process]
         inner = []
         for d in per_process:
             allocs = sorted({r["alloc"] for r in d["rows"]})
@@ -225,9 +233,7 @@ def _summarise(per_process: list[dict]) -> dict[str, object]:  # type: ignore[ty
             "per_process_ms": [round(m, 4) for m in proc_meds],
             "within_process_between_allocations_max_dev_pct": inner,
         }
-    out["launch_ms_per_process"] = [
-        round(statistics.median(r["launch_ms"] for r in d["rows"]), 4) for d in per_process
-    ]
+    out["launch_ms_per_process"] = [round(statistics.median(r["launch_ms"] for r in d["rows"]), 4) for d in per_process]
     out["clocks"] = [[(r["clock_before"], r["clock_after"]) for r in d["rows"]][:4] for d in per_process]
     out["cpus"] = [sorted({r["cpu"] for r in d["rows"]}) for d in per_process]
     return out

@@ -31,7 +31,8 @@ from evaluator.harness.command_loop import short_exception
 from evaluator.harness.device import device_info, now_ns, set_precision, sync
 from evaluator.harness.gpu_lock import DeviceLock
 from evaluator.harness.l2 import L2Flusher, no_flush
-from evaluator.harness.protocol import HARNESS_VERSION
+from evaluator.harness.lead import LaunchLead
+from evaluator.harness.protocol import HARNESS_VERSION, Options
 from evaluator.harness.timing import rse_median, summarise, time_calls
 
 
@@ -42,7 +43,15 @@ def _inputs(ns: dict[str, Any], device: str, seed: int) -> list[Any]:
 
 
 def _time_adaptive(
-    fn: Any, sets: list[list[Any]], *, device: str, flush: L2Flusher, min_calls: int, max_rse: float, budget_s: float
+    fn: Any,
+    sets: list[list[Any]],
+    *,
+    device: str,
+    flush: L2Flusher,
+    lead: LaunchLead,
+    min_calls: int,
+    max_rse: float,
+    budget_s: float,
 ) -> list[float]:
     """Blocks of 10 calls until min_calls, or earlier once >= 20 calls reach max_rse, or the time budget is spent."""
     cuda = device.startswith("cuda")
@@ -52,6 +61,7 @@ def _time_adaptive(
         block, _ = time_calls(
             fn, sets, 10, len(times), cuda=cuda, flush=flush, clock_ns=now_ns,
             event_cls=torch.cuda.Event if cuda else None, synchronize=torch.cuda.synchronize if cuda else None,
+            lead=lead,
         )  # fmt: skip
         times.extend(block)
         if len(times) >= 20 and (rse_median(times) < max_rse or time.monotonic() > deadline):
@@ -85,7 +95,8 @@ def measure_problem(
     model = ns["Model"](*ns["get_init_inputs"]()).to(device)
     sets = [_inputs(ns, device, 1000 + i) for i in range(args.input_sets)]
     flush = L2Flusher(device)
-    result: dict[str, Any] = {"precisions": {}}
+    lead = LaunchLead(device, args.lead_us)
+    result: dict[str, Any] = {"precisions": {}, "launch_lead": lead.detail}
     variants: list[tuple[str, bool, Any]] = [("tf32", True, model), ("fp32", False, model)]
     if args.compile:
         variants.append(("compile", True, None))
@@ -111,7 +122,7 @@ def measure_problem(
             set_precision(tf32)
             try:
                 times = _time_adaptive(
-                    fn, sets, device=device, flush=flush, min_calls=args.min_calls, max_rse=args.rse,
+                    fn, sets, device=device, flush=flush, lead=lead, min_calls=args.min_calls, max_rse=args.rse,
                     budget_s=args.budget,
                 )  # fmt: skip
                 stats = summarise(times)
@@ -145,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=2.0, help="seconds per precision before stopping early")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--input-sets", type=int, default=2)
+    parser.add_argument("--lead-us", type=float, default=Options.launch_lead_us, help="launch lead (0: none)")
     parser.add_argument("--compile", action="store_true", help="also time torch.compile (slow: minutes)")
     parser.add_argument("--paper-loop", action="store_true", help="also time a fixed 100-call no-flush FP32 loop")
     parser.add_argument("--deadline", type=float, default=0, help="stop starting new problems after N seconds")

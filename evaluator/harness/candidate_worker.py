@@ -37,6 +37,7 @@ from evaluator.harness.device import poison_allocator, precision_flags, set_prec
 from evaluator.harness.handover import export_cuda
 from evaluator.harness.inputs import load_problem, make_inputs
 from evaluator.harness.l2 import L2Flusher, no_flush
+from evaluator.harness.lead import LaunchLead
 from evaluator.harness.profiling import profile_call
 from evaluator.harness.timing import time_calls
 
@@ -113,6 +114,7 @@ class Candidate:
         self.device = "cpu"
         self.sets: list[list[Any]] = []
         self.flusher: L2Flusher | None = None
+        self.lead: LaunchLead | None = None
         self.task_base: int | None = None
         self.kept: dict[int, Any] = {}
         self.problem: dict[str, Any] = {}
@@ -271,6 +273,7 @@ class Candidate:
     def timing_setup(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.sets = [self._inputs(seed) for seed in msg["seeds"]]
         self.flusher = L2Flusher(self.device)
+        self.lead = LaunchLead(self.device, float(msg.get("lead_us", 0.0)))
         self.task_base = None
         self._block(int(msg["warmup"]), 0, None)
         self.task_base = len(_listdir("/proc/self/task"))  # after warm-up: thread pools exist by now
@@ -306,6 +309,7 @@ class Candidate:
                 event_cls=_Event if cuda else None,
                 synchronize=_sync if cuda else self._quiesce,
                 keep=keep,
+                lead=None if paper or self.lead is None else self.lead,
             )
 
     def time_block(self, msg: dict[str, Any]) -> dict[str, Any]:

@@ -111,8 +111,8 @@ class ReferenceClient:
     def randomise(self, *, entries: list[Any], seed: int, out_path: str) -> Reply:
         return self._ask(Command.RANDOMISE, entries=entries, seed=seed, out_path=out_path)
 
-    def timing_setup(self, *, seeds: list[int], warmup: int, compile: bool) -> Reply:
-        return self._ask(Command.TIMING_SETUP, seeds=seeds, warmup=warmup, compile=compile)
+    def timing_setup(self, *, seeds: list[int], warmup: int, compile: bool, lead_us: float) -> Reply:
+        return self._ask(Command.TIMING_SETUP, seeds=seeds, warmup=warmup, compile=compile, lead_us=lead_us)
 
     def memory(self) -> Reply:
         return self._ask(Command.MEMORY)
@@ -252,8 +252,8 @@ class CandidateClient:
     def integrity(self) -> Reply:
         return self._ask(Command.INTEGRITY)
 
-    def timing_setup(self, *, seeds: list[int], warmup: int) -> Reply:
-        return self._ask(Command.TIMING_SETUP, seeds=seeds, warmup=warmup)
+    def timing_setup(self, *, seeds: list[int], warmup: int, lead_us: float) -> Reply:
+        return self._ask(Command.TIMING_SETUP, seeds=seeds, warmup=warmup, lead_us=lead_us)
 
     def memory(self) -> Reply:
         return self._ask(Command.MEMORY)

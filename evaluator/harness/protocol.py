@@ -129,6 +129,9 @@ class Options:
     # Blocks of short calls last at least target_block_ms on the orchestrator's clock (at most max_block_calls
     # calls), so the wall-clock cross-check's 2 ms-per-block allowance is a small fraction of a call.
     target_block_ms: float = 20.0
+    # Before each timed CUDA call a kernel holds every SM for launch_lead_us while the call is launched, so the
+    # host's latency to its first kernel is not timed (lead.py); 0: the start event fires on an idle GPU.
+    launch_lead_us: float = 100.0
     max_block_calls: int = 1000
     # Set (a folder the orchestrator may write): the profiled calls of "what ran" also write torch.profiler Chrome
     # traces, copied there as candidate-trace.json and baseline-trace.json (a staff profile request; CUDA only).

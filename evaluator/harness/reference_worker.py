@@ -28,6 +28,7 @@ from evaluator.harness.flops import count_namespace
 from evaluator.harness.handover import DTYPES, load_untrusted_file, open_cuda
 from evaluator.harness.inputs import clone_all, load_problem, make_inputs, tensor_bytes
 from evaluator.harness.l2 import L2Flusher, no_flush
+from evaluator.harness.lead import LaunchLead
 from evaluator.harness.profiling import profile_call
 from evaluator.harness.protocol import VERIFIED_TOLERANCE
 from evaluator.harness.timing import time_calls
@@ -49,6 +50,7 @@ class Reference:
         self.recheck_refs_tf32: dict[int, torch.Tensor] = {}  # fresh sets: the TF32 baseline's own output
         self.compiled: Any = None
         self.flusher: L2Flusher | None = None
+        self.lead: LaunchLead | None = None
         self.importer: Importer | None = None  # the candidate's shared output buffer (cuda_fd hand-over)
         # The precision flags read back right before this side's calls, per phase (the record's environment).
         self.flags_seen: dict[str, dict[str, Any]] = {}
@@ -197,7 +199,8 @@ class Reference:
             self.recheck_refs[index] = self._forward(inputs)
             self.sets.append(inputs)
         self.flusher = L2Flusher(self.device)
-        reply: dict[str, Any] = {"flush": self.flusher.detail, "compile_error": None}
+        self.lead = LaunchLead(self.device, float(msg.get("lead_us", 0.0)))
+        reply: dict[str, Any] = {"flush": self.flusher.detail, "lead": self.lead.detail, "compile_error": None}
         for tf32 in (True, False):
             self._run_block(self.model, tf32, int(msg["warmup"]), 0)
         if msg.get("compile"):
@@ -229,6 +232,7 @@ class Reference:
                 event_cls=torch.cuda.Event if cuda else None,
                 synchronize=torch.cuda.synchronize if cuda else None,
                 keep=keep,
+                lead=None if paper or self.lead is None else self.lead,
             )
 
     def time_block(self, msg: dict[str, Any]) -> dict[str, Any]:

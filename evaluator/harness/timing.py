@@ -25,10 +25,13 @@ def time_calls(
     event_cls: Any = None,
     synchronize: Callable[[], None] | None = None,
     keep: dict[int, Any] | None = None,
+    lead: Callable[[], None] | None = None,
 ) -> tuple[list[float], list[float]]:
     """Time `n` calls rotating through `input_sets`. Returns per-call times (ms: CUDA events, or the CPU clock) and
     per-call device-synchronised wall times (ms). With `keep`, one output per input set, chosen uniformly at random
-    among that set's calls (reservoir sampling), is kept for re-checks: a kernel cannot tell which call is checked."""
+    among that set's calls (reservoir sampling), is kept for re-checks: a kernel cannot tell which call is checked.
+    With `lead` (CUDA: lead.LaunchLead), the start event is recorded behind the lead kernel and the call launched
+    while it holds the GPU, so the host's latency to the first kernel is not timed; the wall leaves the lead out."""
     times: list[float] = []
     walls: list[float] = []
     seen: dict[int, int] = {}
@@ -40,13 +43,18 @@ def time_calls(
             flush()
             synchronize()
             start, end = event_cls(enable_timing=True), event_cls(enable_timing=True)
+            mark = event_cls(enable_timing=True) if lead is not None else None
             t0 = clock_ns()
+            if mark is not None and lead is not None:
+                mark.record()
+                lead()
             start.record()
             out = fn(*args)
             end.record()
             synchronize()  # device-wide: work on side streams or left in flight lands in the wall time
             t1 = clock_ns()
             times.append(start.elapsed_time(end))
+            walls.append((t1 - t0) / 1e6 - (mark.elapsed_time(start) if mark is not None else 0.0))
         else:
             flush()
             t0 = clock_ns()
@@ -55,7 +63,7 @@ def time_calls(
                 synchronize()
             t1 = clock_ns()
             times.append((t1 - t0) / 1e6)
-        walls.append((t1 - t0) / 1e6)
+            walls.append((t1 - t0) / 1e6)
         if keep is not None:
             seen[index] = seen.get(index, 0) + 1
             if int.from_bytes(_urandom(4), "little") % seen[index] == 0:

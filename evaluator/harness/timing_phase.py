@@ -112,8 +112,9 @@ def _time_pair(
     opts = ctx.opts
     first = not pairs
     step = time.monotonic()
-    setup = ctx.ref.timing_setup(seeds=seeds, warmup=opts.warmup_calls, compile=opts.compile_baseline)
-    ctx.cand.timing_setup(seeds=seeds, warmup=opts.warmup_calls)
+    lead_us = opts.launch_lead_us
+    setup = ctx.ref.timing_setup(seeds=seeds, warmup=opts.warmup_calls, compile=opts.compile_baseline, lead_us=lead_us)
+    ctx.cand.timing_setup(seeds=seeds, warmup=opts.warmup_calls, lead_us=lead_us)
     if first:
         mem_b = ctx.ref.memory()["peak"]
         mem_c = ctx.cand.memory()["peak"]

@@ -63,6 +63,7 @@ def describe_method(
     timing["method"] = "cuda_event" if cuda else "cpu_perf_counter"
     timing["device_kind"] = "cuda" if cuda else "cpu"
     timing["l2_flush"] = setup["flush"]
+    timing["launch_lead"] = setup.get("lead")
     timing["order"] = "alternating blocks (ABAB)"
     timing["input_sets"] = input_sets
     timing["precision"] = {
