@@ -18,7 +18,7 @@ from typing import Any
 import torch
 import torch.testing
 
-from evaluator.harness import command_loop, device, inputs, l2, limits, timing
+from evaluator.harness import command_loop, device, inputs, l2, lead, limits, timing
 
 WATCHED = (
     "time.perf_counter",
@@ -103,7 +103,12 @@ def new_threads() -> tuple[list[str], int | None]:
 # that its own functions exist): replacing any of them in its module is tampering too.
 _HARNESS_FUNCS = tuple(
     (f"{mod.__name__}.{name}", mod, name, value)
-    for mod in (timing, command_loop, device, inputs, l2, limits, sys.modules[__name__])
+    for mod in (timing, command_loop, device, inputs, l2, lead, limits, sys.modules[__name__])
     for name, value in vars(mod).items()
+    if callable(value)
+) + tuple(  # the flush and the launch lead run before every timed call: their methods too
+    (f"{cls.__module__}.{cls.__name__}.{name}", cls, name, value)
+    for cls in (l2.L2Flusher, lead.LaunchLead)
+    for name, value in vars(cls).items()
     if callable(value)
 )

@@ -77,3 +77,12 @@ cells["fn"].cell_contents = lambda seed: None
 def test_other_watched_functions(target):
     module, name = target.rsplit(".", 1)
     assert target in _replaced(f"import {module}\nsetattr({module}, {name!r}, lambda *a: None)").split(",")
+
+
+def test_replacing_the_launch_lead_or_the_flush_is_tampering():
+    """A kernel that turns the lead into a partial one (leaving SMs free for untimed side-stream work behind it) or
+    skips the flush, by patching the class in its own process."""
+    body = "from evaluator.harness import lead, l2\nlead.LaunchLead._launch = lambda self: None\n"
+    assert "evaluator.harness.lead.LaunchLead._launch" in _replaced(body).split(",")
+    body = "from evaluator.harness import l2\nl2.L2Flusher.__call__ = lambda self: None\n"
+    assert "evaluator.harness.l2.L2Flusher.__call__" in _replaced(body).split(",")
