@@ -25,7 +25,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 PROBLEMS = REPO / "leaderboard" / "data" / "kernelbench" / "problems.jsonl"
@@ -39,9 +41,9 @@ def _source(level: int, pid: int) -> str:
     raise SystemExit(f"no problem L{level}/{pid}")
 
 
-def _nvml_clock():  # type: ignore[no-untyped-def]
+def _nvml_clock() -> Callable[[], int | None]:
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
 
         pynvml.nvmlInit()
         handle = pynvml.nvmlDeviceGetHandleByIndex(0)
@@ -52,6 +54,31 @@ def _nvml_clock():  # type: ignore[no-untyped-def]
 
 def _cpu() -> int:
     return int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[36])
+
+
+def _time_block(
+    model: Any, args: list[Any], flush_buf: Any, calls: int, *, synced: bool
+) -> tuple[list[float], list[float]]:
+    """`calls` timed calls: (event times, host times of the call itself), both ms. `synced`: the GPU idle when the
+    start event fires (the harness's old way); else the call is launched while the flush still runs."""
+    import torch
+
+    times, launches = [], []
+    for _ in range(calls):
+        flush_buf.fill_(1)
+        if synced:
+            torch.cuda.synchronize()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        t0 = time.perf_counter()
+        out = model(*args)
+        t1 = time.perf_counter()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+        launches.append((t1 - t0) * 1e3)
+        del out
+    return times, launches
 
 
 def child(level: int, pid: int, allocations: int, calls: int) -> None:
@@ -75,22 +102,8 @@ def child(level: int, pid: int, allocations: int, calls: int) -> None:
                 model(*args)
             torch.cuda.synchronize()
             for mode in ("synced", "queued", "synced", "queued"):
-                times, launches = [], []
                 c0 = clock()
-                for _ in range(calls):
-                    flush_buf.fill_(1)
-                    if mode == "synced":
-                        torch.cuda.synchronize()
-                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    s.record()
-                    t0 = time.perf_counter()
-                    out = model(*args)
-                    t1 = time.perf_counter()
-                    e.record()
-                    torch.cuda.synchronize()
-                    times.append(s.elapsed_time(e))
-                    launches.append((t1 - t0) * 1e3)
-                    del out
+                times, launches = _time_block(model, args, flush_buf, calls, synced=mode == "synced")
                 rows.append(
                     {
                         "alloc": alloc,
@@ -132,20 +145,7 @@ def per_core(level: int, pid: int, calls: int, passes: int) -> None:
             random.shuffle(order)
             for core in order:
                 os.sched_setaffinity(0, {core})
-                times, launches = [], []
-                for _ in range(calls):
-                    flush_buf.fill_(1)
-                    torch.cuda.synchronize()
-                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    s.record()
-                    t0 = time.perf_counter()
-                    out = model(*args)
-                    t1 = time.perf_counter()
-                    e.record()
-                    torch.cuda.synchronize()
-                    times.append(s.elapsed_time(e))
-                    launches.append((t1 - t0) * 1e3)
-                    del out
+                times, launches = _time_block(model, args, flush_buf, calls, synced=True)
                 rows.append(
                     {
                         "pass": p,
@@ -216,7 +216,7 @@ def _spread(values: list[float]) -> dict[str, float]:
     return {"median": round(med, 4), "max_dev_pct": round(100 * max(abs(v - med) for v in values) / med, 2)}
 
 
-def _summarise(per_process: list[dict]) -> dict[str, object]:  # type: ignore[type-arg]
+def _summarise(per_process: list[dict[str, Any]]) -> dict[str, object]:
     out: dict[str, object] = {}
     for mode in ("synced", "queued"):
         proc_meds = [statistics.median(r["median_ms"] for r in d["rows"] if r["mode"] == mode) for d in per_process]
