@@ -60,6 +60,7 @@ class KernelInspection:
     speedups: list[SpeedupView]
     timing_rows: list[tuple[str, dict]]  # (side, stats)
     timing_extra: dict[str, Any]  # scalar timing fields: method, flush, device...
+    timing_pairs: list[dict[str, Any]]  # per process pair (short problems): medians and speedup
     memory: dict[str, Any]  # candidate_peak_bytes, baseline_peak_bytes, ratio
     error: str
     flags: list[FlagView]
@@ -114,11 +115,12 @@ def _flag_views(flags: list[AuditFlag], source: str) -> list[FlagView]:
     return views
 
 
-def _timing(result: Record) -> tuple[list[tuple[str, dict]], dict]:
+def _timing(result: Record) -> tuple[list[tuple[str, dict]], dict, list[dict[str, Any]]]:
     timing = result.timing.to_dict()  # the named sides, then what this harness version added (wallclock, ...)
     rows = [(side, stats) for side, stats in timing.items() if isinstance(stats, dict)]
     extra = {k: v for k, v in timing.items() if not isinstance(v, dict | list)}
-    return rows, extra
+    pairs = timing.get("pairs")
+    return rows, extra, [p for p in pairs if isinstance(p, dict)] if isinstance(pairs, list) else []
 
 
 def _memory(result: Record, evaluation: Evaluation | None) -> dict[str, Any]:
@@ -194,7 +196,7 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None, staff
                 SpeedupView("vs torch.compile (stored sweep, not paired)", stored_compile.speedup(kernel_ms))
             )
     launched = result.launched_kernels if isinstance(result.launched_kernels, dict) else None
-    timing_rows, timing_extra = _timing(result)
+    timing_rows, timing_extra, timing_pairs = _timing(result)
     error = (evaluation.error if evaluation else "") or result.error
 
     return KernelInspection(
@@ -207,6 +209,7 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None, staff
         speedups=speedups,
         timing_rows=timing_rows,
         timing_extra=timing_extra,
+        timing_pairs=timing_pairs,
         memory=_memory(result, evaluation),
         error=trim_error(error),
         flags=flags,

@@ -203,3 +203,19 @@ def test_inspector_shows_how_far_a_failing_distribution_was_from_passing(client,
     html = get(client, evaluation)
     assert "How far from passing" in html
     assert "worst element 1.30× its allowance; 9 of 134217728 elements beyond (atol = rtol = 1.00e-03)" in html
+
+
+def test_inspector_shows_the_process_pairs_of_a_short_problem(client, add_sample):
+    """Issue 17 part 2: a short problem is timed in several process pairs; a reader sees each pair's speedup next to
+    the pooled one and the interval that covers them."""
+    pairs = [
+        {"pair": 1, "baseline_tf32_median_ms": 0.365, "candidate_median_ms": 0.380, "speedup": 0.9605, "calls": 400},
+        {"pair": 2, "baseline_tf32_median_ms": 0.366, "candidate_median_ms": 0.352, "speedup": 1.0398, "calls": 410},
+    ]
+    timing = {**RECORD["timing"], "pairs": pairs, "ci_method": "hierarchical bootstrap over 2 process pairs"}
+    evaluation = add_sample("paired", ProblemFactory(level=2, problem_id=12), result={**RECORD, "timing": timing})
+    html = get(client, evaluation)
+    assert "data-process-pairs" in html and "0.961×" in html and "1.040×" in html
+    assert "hierarchical bootstrap over 2 process pairs" in html
+    single = add_sample("single", ProblemFactory(level=2, problem_id=13), result=RECORD)
+    assert "data-process-pairs" not in get(client, single)
