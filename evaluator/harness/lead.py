@@ -19,6 +19,13 @@ import ctypes
 
 import torch
 
+# Captured at import: the candidate worker imports this module before any kernel code, so a kernel that rebinds
+# these (a fake driver, a device reporting one SM) cannot shrink the lead it is timed behind.
+_CDLL = ctypes.CDLL
+_device_properties = torch.cuda.get_device_properties
+_current_stream = torch.cuda.current_stream
+_synchronize = torch.cuda.synchronize
+
 _PTX = b"""
 .version 7.0
 .target sm_70
@@ -57,13 +64,13 @@ class LaunchLead:
         self.enabled = True
 
     def _setup(self, device: str, lead_us: float) -> None:
-        props = torch.cuda.get_device_properties(torch.device(device))
+        props = _device_properties(torch.device(device))
         threads = min(1024, int(getattr(props, "max_threads_per_block", 1024) or 1024))
         per_sm = int(getattr(props, "max_threads_per_multi_processor", 2048) or 2048) // threads
         self._grid = int(props.multi_processor_count) * max(per_sm, 1)
         self._block = threads
         torch.zeros(1, device=device)  # the runtime makes torch's context current in this thread
-        cuda = ctypes.CDLL("libcuda.so.1")
+        cuda = _CDLL("libcuda.so.1")
         module, function = ctypes.c_void_p(), ctypes.c_void_p()
         _check(cuda.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(_PTX)), "cuModuleLoadData")
         _check(cuda.cuModuleGetFunction(ctypes.byref(function), module, b"kbv_launch_lead"), "cuModuleGetFunction")
@@ -72,9 +79,9 @@ class LaunchLead:
         self._function = function
         self._ns = ctypes.c_uint64(int(lead_us * 1000))
         self._params = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(self._ns), ctypes.c_void_p))
-        self._stream = torch.cuda.current_stream
+        self._stream = _current_stream
         self._launch()
-        torch.cuda.synchronize()
+        _synchronize()
         self.detail = (
             f"launch lead: {lead_us:g} us spin on all {self._grid * self._block} thread slots "
             f"({self._grid} blocks of {self._block}) before the start event"

@@ -45,9 +45,9 @@ def time_calls(
             start, end = event_cls(enable_timing=True), event_cls(enable_timing=True)
             mark = event_cls(enable_timing=True) if lead is not None else None
             t0 = clock_ns()
-            if mark is not None and lead is not None:
+            if lead is not None and mark is not None:
                 mark.record()
-                lead()
+                lead()  # the start event below fires only when the lead ends
             start.record()
             out = fn(*args)
             end.record()
