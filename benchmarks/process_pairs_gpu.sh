@@ -8,7 +8,7 @@
 #
 #   OUT=$OUT PART=spread bash benchmarks/process_pairs_gpu.sh
 #   OUT=$OUT PART=redteam bash benchmarks/process_pairs_gpu.sh
-#   OUT=$OUT PART=adaptive [TAG=lead DEADLINE=300] bash benchmarks/process_pairs_gpu.sh   # the defaults now (L1/10, L2/12)
+#   OUT=$OUT PART=adaptive [TAG=lead DEADLINE=300 ONLY='L1/10 L3/4'] bash benchmarks/process_pairs_gpu.sh   # the defaults now
 set -euo pipefail
 OUT=${OUT:-/tmp/kbv-process-pairs}
 PART=${PART:-spread}
@@ -22,7 +22,7 @@ if [ "$PART" = spread ]; then
       "$tag" "$OUT/${tag}_summary.json"
   done
 elif [ "$PART" = adaptive ]; then
-  python3 benchmarks/bundle_gpu.py --out "$OUT" --gpus 0 --slots 1 --repeats 5 --only L1/10 L2/12 \
+  python3 benchmarks/bundle_gpu.py --out "$OUT" --gpus 0 --slots 1 --repeats 5 --only ${ONLY:-L1/10 L2/12} \
     --cache /tmp/kbv-cache-pp --tag "${TAG:-adaptive}" --deadline "${DEADLINE:-450}"
   python3 -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['spread'], indent=1))" \
     "$OUT/${TAG:-adaptive}_summary.json"
