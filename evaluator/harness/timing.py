@@ -152,6 +152,11 @@ def pooled_ratio(pairs: Sequence[Pair]) -> float | None:
     return statistics.median(base) / c_med if c_med > 0 else None
 
 
+def pair_ratios(pairs: Sequence[Pair]) -> list[float]:
+    """Each process pair's own speedup (ratio of its medians); pairs without calls on a side are left out."""
+    return [r for r in (pooled_ratio([p]) for p in pairs) if r is not None]
+
+
 def hierarchical_ratio_ci(pairs: Sequence[Pair], *, resamples: int = 2000, seed: int = 0) -> list[float] | None:
     """95 % interval of the pooled median ratio that covers the spread between processes (issue 17, part 2).
 
@@ -196,7 +201,7 @@ _T975 = {2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9
 def _between_pairs_half_width(pairs: Sequence[Pair]) -> float:
     """Half-width of the 95 % t-interval of the pairs' own speedups (0 below three pairs: with two, one degree of
     freedom gives an interval 25 standard errors wide, and the bootstrap's already spans both pairs' ratios)."""
-    ratios = [r for r in (pooled_ratio([p]) for p in pairs) if r is not None]
+    ratios = pair_ratios(pairs)
     if len(ratios) < 3:
         return 0.0
     t = _T975.get(len(ratios) - 1, 1.96 if len(ratios) > 30 else 2.262)

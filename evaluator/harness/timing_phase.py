@@ -19,7 +19,7 @@ from evaluator.harness.correctness_phase import randomise
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.protocol import PAPER_LOOP_CALLS, VERIFIED_TOLERANCE, set_check
 from evaluator.harness.setup_phase import handover, recompile
-from evaluator.harness.timing import calls_per_block, pooled_ratio, rse_median
+from evaluator.harness.timing import calls_per_block, pair_ratios, pooled_ratio, rse_median
 from evaluator.harness.timing_record import (
     OuterBlocks,
     Samples,
@@ -88,7 +88,7 @@ def run_timing(ctx: Context) -> None:
 def pairs_disagree(pairs: list[PairSamples], agreement: float) -> bool:
     """Do the process pairs' own speedups spread by more than `agreement` of their pooled speedup?"""
     samples = [(p.times["tf32"], p.times["cand"]) for p in pairs]
-    ratios = [r for r in (pooled_ratio([s]) for s in samples) if r is not None]
+    ratios = pair_ratios(samples)
     pooled = pooled_ratio(samples)
     return bool(pooled and len(ratios) > 1 and (max(ratios) - min(ratios)) / pooled > agreement)
 
