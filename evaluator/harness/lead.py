@@ -65,10 +65,11 @@ class LaunchLead:
 
     def _setup(self, device: str, lead_us: float) -> None:
         props = _device_properties(torch.device(device))
-        threads = min(1024, int(getattr(props, "max_threads_per_block", 1024) or 1024))
-        per_sm = int(getattr(props, "max_threads_per_multi_processor", 2048) or 2048) // threads
-        self._grid = int(props.multi_processor_count) * max(per_sm, 1)
-        self._block = threads
+        self._grid, self._block = lead_shape(
+            int(props.multi_processor_count),
+            int(getattr(props, "max_threads_per_multi_processor", 2048) or 2048),
+            int(getattr(props, "max_threads_per_block", 1024) or 1024),
+        )
         torch.zeros(1, device=device)  # the runtime makes torch's context current in this thread
         cuda = _CDLL("libcuda.so.1")
         module, function = ctypes.c_void_p(), ctypes.c_void_p()
@@ -95,6 +96,14 @@ class LaunchLead:
     def __call__(self) -> None:
         if self.enabled:
             self._launch()
+
+
+def lead_shape(sms: int, threads_per_sm: int, threads_per_block: int) -> tuple[int, int]:
+    """(blocks, threads per block) that fill every SM's thread slots exactly, so no slot is left for another
+    kernel's block: 2 x 1024 per SM on the H100/H200 and A100, 2 x 768 where an SM holds 1536 threads (Ada)."""
+    per_block_max = min(1024, threads_per_block)
+    blocks_per_sm = -(-threads_per_sm // per_block_max)
+    return sms * blocks_per_sm, threads_per_sm // blocks_per_sm
 
 
 def _check(result: int, what: str) -> None:

@@ -82,6 +82,5 @@ def test_side_stream_work_waits_for_the_lead_to_end():
     assert to_side < to_start - 0.1, (to_start, to_side)
 
 
-def test_no_lead_on_cpu_or_when_switched_off():
-    assert not LaunchLead("cpu", 100.0).enabled
-    assert not LaunchLead("cuda", 0.0).enabled
+def test_no_lead_when_switched_off():
+    assert not LaunchLead("cuda", 0.0).enabled  # launch_lead_us 0: the start event fires on an idle GPU
