@@ -309,7 +309,7 @@ class Candidate:
                 event_cls=_Event if cuda else None,
                 synchronize=_sync if cuda else self._quiesce,
                 keep=keep,
-                lead=None if paper or self.lead is None else self.lead,
+                lead=None if paper else self.lead,
             )
 
     def time_block(self, msg: dict[str, Any]) -> dict[str, Any]:

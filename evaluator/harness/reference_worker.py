@@ -232,7 +232,7 @@ class Reference:
                 event_cls=torch.cuda.Event if cuda else None,
                 synchronize=torch.cuda.synchronize if cuda else None,
                 keep=keep,
-                lead=None if paper or self.lead is None else self.lead,
+                lead=None if paper else self.lead,
             )
 
     def time_block(self, msg: dict[str, Any]) -> dict[str, Any]:
