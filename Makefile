@@ -38,7 +38,7 @@ demo: migrate
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py load_demo
 	@if [ -n "$(KERNELBENCH)" ]; then \
 		DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py import_problems "$(KERNELBENCH)" && \
-		for sweep in baselines-h200 baselines-h200-l3-36-50; do \
+		for sweep in baselines-h200-lead; do \
 			DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py import_baselines \
 				benchmarks/results/$$sweep.jsonl --hardware h200 2>/dev/null || exit 1; done; \
 		for sweep in baselines-h200-compile-sample baselines-h200-compile-rest; do \

@@ -47,7 +47,9 @@ sys.path.insert(0, str(REPO))
 from evaluator.runner import InfraError, run_evaluation  # noqa: E402
 
 PROBLEMS = REPO / "leaderboard" / "data" / "kernelbench" / "problems.jsonl"
-BASELINES = [HERE / "results" / f"{name}.jsonl" for name in ("baselines-h200", "baselines-h200-l3-36-50")]
+# expected TF32 times, for the schedule: a later sweep's figure replaces an earlier one's
+SWEEPS = ("baselines-h200", "baselines-h200-l3-36-50", "baselines-h200-lead")
+BASELINES = [HERE / "results" / f"{name}.jsonl" for name in SWEEPS]
 # Correct load_inline kernels we have, by (level, problem id).
 KERNELS = {
     (1, 1): "L1_1_matmul_tiled_cuda.py",

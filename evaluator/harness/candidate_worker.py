@@ -292,7 +292,7 @@ class Candidate:
             _sleep(0.0001)
 
     def _block(
-        self, n: int, offset: int, keep: dict[int, Any] | None, paper: bool = False
+        self, n: int, offset: int, keep: dict[int, Any] | None, paper: bool = False, host: list[float] | None = None
     ) -> tuple[list[float], list[float]]:
         cuda = self.device.startswith("cuda")
         _set_precision(True)  # timing under the verified (TF32) baseline's flags, as the baseline is timed
@@ -310,6 +310,7 @@ class Candidate:
                 synchronize=_sync if cuda else self._quiesce,
                 keep=keep,
                 lead=None if paper else self.lead,
+                host=host,
             )
 
     def time_block(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -319,8 +320,9 @@ class Candidate:
             times, walls = self._block(int(msg["n"]), 0, None, paper=True)
             return {"times": times, "walls": walls}
         self.kept = {}
-        times, walls = self._block(int(msg["n"]), int(msg["offset"]), self.kept)
-        return {"times": times, "walls": walls}
+        host: list[float] = []
+        times, walls = self._block(int(msg["n"]), int(msg["offset"]), self.kept, host=host)
+        return {"times": times, "walls": walls, "host": host}
 
     def time_fresh(self, msg: dict[str, Any]) -> dict[str, Any]:
         """One timed call on each never-seen input set; outputs published for the re-check (fresh-input probe)."""

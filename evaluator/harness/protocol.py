@@ -126,6 +126,10 @@ class Options:
     max_process_pairs: int = 4
     pair_agreement: float = 0.03
     pairs_below_ms: float = 1.0
+    # Launch-bound calls (CUDA) get process pairs too, whatever their length: a call whose host time is at least
+    # host_bound_fraction of its event time runs at its process's host speed, which differed by up to 40 % between
+    # processes for one L3 problem on the H200 (benchmarks/results/process-pairs-h200.md).
+    host_bound_fraction: float = 0.5
     # Blocks of short calls last at least target_block_ms on the orchestrator's clock (at most max_block_calls
     # calls), so the wall-clock cross-check's 2 ms-per-block allowance is a small fraction of a call.
     target_block_ms: float = 20.0

@@ -214,7 +214,14 @@ class Reference:
         return reply
 
     def _run_block(
-        self, fn: Any, tf32: bool, n: int, offset: int, paper: bool = False, keep: dict[int, Any] | None = None
+        self,
+        fn: Any,
+        tf32: bool,
+        n: int,
+        offset: int,
+        paper: bool = False,
+        keep: dict[int, Any] | None = None,
+        host: list[float] | None = None,
     ) -> tuple[list[float], list[float]]:
         set_precision(tf32)
         self.flags_seen["timing" if tf32 else "timing_fp32"] = precision_flags()
@@ -233,13 +240,17 @@ class Reference:
                 synchronize=torch.cuda.synchronize if cuda else None,
                 keep=keep,
                 lead=None if paper else self.lead,
+                host=host,
             )
 
     def time_block(self, msg: dict[str, Any]) -> dict[str, Any]:
         mode = msg["mode"]
         fn = self.compiled if mode == "compile" else self.model
-        times, walls = self._run_block(fn, mode != "fp32", int(msg["n"]), int(msg["offset"]), bool(msg.get("paper")))
-        return {"times": times, "walls": walls}
+        host: list[float] = []
+        times, walls = self._run_block(
+            fn, mode != "fp32", int(msg["n"]), int(msg["offset"]), bool(msg.get("paper")), host=host
+        )
+        return {"times": times, "walls": walls, "host": host}
 
     def memory(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Peak bytes allocated during one forward (TF32 flags), counted from what inputs and weights already hold."""

@@ -26,12 +26,15 @@ def time_calls(
     synchronize: Callable[[], None] | None = None,
     keep: dict[int, Any] | None = None,
     lead: Callable[[], None] | None = None,
+    host: list[float] | None = None,
 ) -> tuple[list[float], list[float]]:
     """Time `n` calls rotating through `input_sets`. Returns per-call times (ms: CUDA events, or the CPU clock) and
     per-call device-synchronised wall times (ms). With `keep`, one output per input set, chosen uniformly at random
     among that set's calls (reservoir sampling), is kept for re-checks: a kernel cannot tell which call is checked.
     With `lead` (CUDA: lead.LaunchLead), the start event is recorded behind the lead kernel and the call launched
-    while it holds the GPU, so the host's latency to the first kernel is not timed; the wall leaves the lead out."""
+    while it holds the GPU, so the host's latency to the first kernel is not timed; the wall leaves the lead out.
+    With `host` (CUDA), each call's host time (ms until it returns, before the synchronise) is appended to it: a call
+    whose host time is about its event time is launch-bound, and timed at the speed of its process's host."""
     times: list[float] = []
     walls: list[float] = []
     seen: dict[int, int] = {}
@@ -49,12 +52,16 @@ def time_calls(
                 mark.record()
                 lead()  # the start event below fires only when the lead ends
             start.record()
+            h0 = clock_ns()
             out = fn(*args)
+            h1 = clock_ns()
             end.record()
             synchronize()  # device-wide: work on side streams or left in flight lands in the wall time
             t1 = clock_ns()
             times.append(start.elapsed_time(end))
             walls.append((t1 - t0) / 1e6 - (mark.elapsed_time(start) if mark is not None else 0.0))
+            if host is not None:
+                host.append((h1 - h0) / 1e6)
         else:
             flush()
             t0 = clock_ns()

@@ -7,6 +7,7 @@ timing_record.py. stdlib only, like the orchestrator.
 
 from __future__ import annotations
 
+import math
 import secrets
 import statistics
 import time
@@ -17,7 +18,7 @@ from evaluator.harness.clients import CandidateClient, ReferenceClient
 from evaluator.harness.context import Context, output_ref
 from evaluator.harness.correctness_phase import randomise
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
-from evaluator.harness.protocol import PAPER_LOOP_CALLS, VERIFIED_TOLERANCE, set_check
+from evaluator.harness.protocol import PAPER_LOOP_CALLS, VERIFIED_TOLERANCE, Options, set_check
 from evaluator.harness.setup_phase import handover, recompile
 from evaluator.harness.timing import calls_per_block, pair_ratios, pooled_ratio, rse_median
 from evaluator.harness.timing_record import (
@@ -39,8 +40,8 @@ def run_timing(ctx: Context) -> None:
     seeds = [ctx.seed() for _ in range(ctx.timing_sets)]
     pairs: list[PairSamples] = []
     setup, block = _time_pair(ctx, seeds, pairs, None)
-    base_med = statistics.median(pairs[0].times["tf32"]) if pairs[0].times["tf32"] else None
-    wanted = opts.process_pairs if base_med is not None and base_med < opts.pairs_below_ms else 1
+    host = host_fractions(pairs[0])
+    wanted = pairs_wanted(pairs[0], host, opts)
     skipped = ""
     while True:
         if len(pairs) >= wanted:
@@ -77,12 +78,36 @@ def run_timing(ctx: Context) -> None:
         fresh_base_times=ctx.fresh_base_times,
         pairs=[(p.times["tf32"], p.times["cand"]) for p in pairs],
     )
-    describe_pairs(ctx.record, pairs, wanted=wanted, block_calls=block, skipped=skipped, opts=opts)
+    describe_pairs(ctx.record, pairs, wanted=wanted, block_calls=block, skipped=skipped, opts=opts, host=host)
     if ctx.record["timing"].get("candidate_fresh_inputs") is not None:
         ctx.record["timing"]["candidate_fresh_inputs"]["rounds"] = fresh_rounds
     if paper is not None:
         ctx.record["timing"]["paper_loop"] = paper
     ctx.phase("timing", started)
+
+
+def host_fractions(pair: PairSamples) -> dict[str, float]:
+    """Per side (TF32 baseline, candidate; CUDA only): the median call's host time (until it returned) over its
+    median event time. Near 1 or above, the call is launch-bound: the GPU waits for the host, so the call runs at
+    the speed of its process's host, which differs between processes like the latency the launch lead hides
+    (issue 17: one launch-bound L3 problem timed 0.76x-1.14x against itself in five evaluations of one pair each)."""
+    fractions = {}
+    for side in ("tf32", "cand"):
+        host = [h for h in pair.host.get(side, []) if math.isfinite(h) and h >= 0]
+        times = [t for t in pair.times.get(side, []) if math.isfinite(t)]
+        if host and times and statistics.median(times) > 0:
+            fractions[side] = statistics.median(host) / statistics.median(times)
+    return fractions
+
+
+def pairs_wanted(first: PairSamples, host: dict[str, float], opts: Options) -> int:
+    """Process pairs to start with: opts.process_pairs for a short problem (the TF32 baseline's median below
+    opts.pairs_below_ms) or a launch-bound call on either side (host time at least opts.host_bound_fraction of the
+    event time), else one. A candidate's own figure can only add pairs for itself: a forged one gains no speed."""
+    base = first.times["tf32"]
+    short = bool(base) and statistics.median(base) < opts.pairs_below_ms
+    launch_bound = any(fraction >= opts.host_bound_fraction for fraction in host.values())
+    return opts.process_pairs if short or launch_bound else 1
 
 
 def pairs_disagree(pairs: list[PairSamples], agreement: float) -> bool:
@@ -102,6 +127,7 @@ class PairSamples:
     outer: OuterBlocks
     forged: list[str]
     rechecks: dict[str, Any] = field(default_factory=dict)
+    host: Samples = field(default_factory=dict)  # side -> per-call host ms (CUDA; see host_fractions)
 
 
 def _time_pair(
@@ -201,6 +227,7 @@ def _timed_blocks(ctx: Context, sides: list[str], input_sets: int, block: int, t
     times: Samples = {s: [] for s in sides}
     walls: Samples = {s: [] for s in sides}
     outer: OuterBlocks = {s: [] for s in sides}  # (orchestrator wall, sum, n)
+    host: Samples = {s: [] for s in sides}
     rechecks: dict[str, dict[str, Any] | None] = {}  # timed output -> its re-check (None: not a plain tensor)
     forged: list[str] = []
     offset, rounds, budget_end = 0, 0, time.monotonic() + opts.timing_budget_s
@@ -220,6 +247,7 @@ def _timed_blocks(ctx: Context, sides: list[str], input_sets: int, block: int, t
             got = [float(x) for x in reply["times"]]
             times[side] += got
             walls[side] += [float(x) for x in reply["walls"]]
+            host[side] += _host_times(reply)
             outer[side].append((wall_ms, sum(got), len(got)))
             if side == "cand":
                 if sum(got) > wall_ms * 1.02 + 0.5:  # more time reported than elapsed: a forged clock
@@ -243,7 +271,15 @@ def _timed_blocks(ctx: Context, sides: list[str], input_sets: int, block: int, t
                 break
         if ctx.left() < 0.1 * ctx.spec.timeout:
             break
-    return PairSamples(times, walls, outer, forged, rechecks)
+    return PairSamples(times, walls, outer, forged, rechecks, host)
+
+
+def _host_times(reply: dict[str, Any]) -> list[float]:
+    """A block's per-call host times; none when absent (CPU) or malformed (the candidate's reply is its own)."""
+    got = reply.get("host")
+    if not isinstance(got, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in got):
+        return []
+    return [float(x) for x in got]
 
 
 def _paper_loop(ctx: Context) -> dict[str, Any]:

@@ -247,7 +247,14 @@ def speedup_plausible_check(record: dict[str, Any]) -> None:
 
 
 def describe_pairs(
-    record: dict[str, Any], pairs: list[Any], *, wanted: int, block_calls: int, skipped: str, opts: Options
+    record: dict[str, Any],
+    pairs: list[Any],
+    *,
+    wanted: int,
+    block_calls: int,
+    skipped: str,
+    opts: Options,
+    host: dict[str, float] | None = None,
 ) -> None:
     """Per-process-pair medians (`timing.pairs`), so a reader sees the spread between processes that the interval
     covers, and how the blocks were sized. `pairs`: timing_phase.PairSamples."""
@@ -274,8 +281,15 @@ def describe_pairs(
     else:
         method = "bootstrap over calls (one process pair)"
     timing["ci_method"] = method
+    host = host or {}
+    timing["host_fraction"] = {
+        "baseline_tf32": host.get("tf32"),
+        "candidate": host.get("cand"),
+        "method": "median host time of a call (until it returned) / median event time, first pair (CUDA only)",
+    }
     timing["process_pairs_policy"] = (
-        f"{wanted} pairs wanted (baseline median below {opts.pairs_below_ms:g} ms: {opts.process_pairs} pairs, "
+        f"{wanted} pairs wanted (baseline median below {opts.pairs_below_ms:g} ms, or a host time of at least "
+        f"{opts.host_bound_fraction:.0%} of the event time on either side: {opts.process_pairs} pairs, "
         f"and up to {opts.max_process_pairs} while their speedups spread by more than {opts.pair_agreement:.0%}; "
         f"else 1); {skipped or f'{len(pairs)} run'}"
     )

@@ -128,7 +128,7 @@ def baselines_import(
         for precision, stats in row.get("precisions", {}).items():
             if precision not in precisions:
                 continue
-            extra = {"source": "baseline sweep", "environment": environment}
+            extra = {"source": "baseline sweep", "environment": environment, "launch_lead": row.get("launch_lead")}
             fields = (
                 baseline_fields(stats, peak=stats.get("peak_memory_bytes"), extra=extra)
                 if precision in PRECISIONS

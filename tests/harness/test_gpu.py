@@ -87,3 +87,29 @@ def test_load_inline_cuda_kernel_and_compile_cache(tmp_path):
     assert first["correct"] is True and second["correct"] is True, first["error"]
     assert [first["environment"]["compile_cache"], second["environment"]["compile_cache"]] == ["miss", "hit"]
     assert second["phases"]["compile_import"] < first["phases"]["compile_import"] / 3
+
+
+def test_host_time_tells_a_launch_bound_call_from_a_gpu_bound_one():
+    """Issue 17: launch-bound calls get process pairs (timing_phase.pairs_wanted). On the GPU, a call of 300 tiny
+    kernels returns when its last launch is issued, about when the GPU finishes; one large matmul returns at once."""
+    from evaluator.harness.l2 import L2Flusher
+    from evaluator.harness.lead import LaunchLead
+    from evaluator.harness.timing import time_calls
+
+    small, big = torch.rand(64, device="cuda"), torch.rand(8192, 8192, device="cuda")
+
+    def many_tiny(x):
+        for _ in range(300):
+            x = x * 1.0001
+        return x
+
+    def fractions(fn, x):
+        host: list[float] = []
+        times, _ = time_calls(
+            fn, [[x]], 30, 0, cuda=True, flush=L2Flusher("cuda"), clock_ns=__import__("time").perf_counter_ns,
+            event_cls=torch.cuda.Event, synchronize=torch.cuda.synchronize, lead=LaunchLead("cuda", 100.0), host=host,
+        )  # fmt: skip
+        return sorted(host)[15] / sorted(times)[15]
+
+    assert fractions(many_tiny, small) > 0.5  # host_bound_fraction: pairs
+    assert fractions(lambda m: m @ m, big) < 0.2  # one pair

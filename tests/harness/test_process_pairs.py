@@ -139,6 +139,10 @@ def test_a_long_problem_stays_in_one_pair(evaluate):
     assert record["status"] == "ok", record["error"]
     assert len(record["timing"]["pairs"]) == 1 and "one process pair" in record["timing"]["ci_method"]
     assert record["timing"]["block_calls"] >= 5
+    # host times are a CUDA signal (a CPU call's time is host time): none on the CPU, and the record says so
+    host = record["timing"]["host_fraction"]
+    assert host["baseline_tf32"] is None and host["candidate"] is None and "CUDA only" in host["method"]
+    assert "host time of at least 50% of the event time" in record["timing"]["process_pairs_policy"]
 
 
 REDTEAM = Path(__file__).resolve().parents[1] / "redteam"
