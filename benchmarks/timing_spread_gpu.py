@@ -13,7 +13,14 @@ each process under several allocations of its inputs and weights. Per block of c
 Comparing the spread of per-process medians with the spread of per-allocation medians inside a process, and
 `synced` with `queued`, says whether the cause is host launch latency, addresses, or the GPU itself.
 
+Launch-bound problems (L3/20, MobileNetV2: the GPU waits for ~150 launches a call) ran 1.4x apart in different
+processes (process-pairs-h200.md). Each process also records where it ran and where its memory lives (`numa`: the
+NUMA node of its CPU, its pages per node, the GPU's node; `topology.json` once), and `--pin nodes` starts the
+processes alternately pinned to each NUMA node's CPUs (before torch is imported, so first-touch pages land there):
+if the host speed follows the node, pinning the workers next to the GPU is the fix.
+
     python3 benchmarks/timing_spread_gpu.py --out $OUT/spread --processes 6
+    python3 benchmarks/timing_spread_gpu.py --out $OUT/spread --only L3/20 --processes 8 --pin nodes
 """
 
 from __future__ import annotations
@@ -54,6 +61,61 @@ def _nvml_clock() -> Callable[[], int | None]:
 
 def _cpu() -> int:
     return int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[36])
+
+
+def _nodes() -> dict[int, list[int]]:
+    """NUMA node -> its CPUs (one node 0 with every CPU when the machine shows no NUMA)."""
+    nodes = {}
+    for node in sorted(Path("/sys/devices/system/node").glob("node[0-9]*")):
+        cpus: list[int] = []
+        for part in (node / "cpulist").read_text().strip().split(","):
+            if part:
+                lo, _, hi = part.partition("-")
+                cpus += range(int(lo), int(hi or lo) + 1)
+        nodes[int(node.name[4:])] = cpus
+    return nodes or {0: sorted(os.sched_getaffinity(0))}
+
+
+def _pages_per_node() -> dict[str, int]:
+    """This process's mapped pages per NUMA node (/proc/self/numa_maps: N0=123 N1=45 ...)."""
+    counts: dict[str, int] = {}
+    try:
+        text = Path("/proc/self/numa_maps").read_text()
+    except OSError:
+        return counts
+    for token in text.split():
+        if token.startswith("N") and "=" in token:
+            node, _, pages = token.partition("=")
+            if pages.isdigit():
+                counts[node] = counts.get(node, 0) + int(pages)
+    return counts
+
+
+def _topology() -> dict[str, Any]:
+    """NUMA nodes, the GPU's node and link, transparent huge pages: once per run."""
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    bus = f"{getattr(props, 'pci_domain_id', 0):04x}:{getattr(props, 'pci_bus_id', 0):02x}:"
+    bus += f"{getattr(props, 'pci_device_id', 0):02x}.0"
+    gpu_node = Path(f"/sys/bus/pci/devices/{bus}/numa_node")
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    topo = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, check=False)
+    return {
+        "nodes": _nodes(),
+        "gpu_pci": bus,
+        "gpu_numa_node": gpu_node.read_text().strip() if gpu_node.exists() else None,
+        "transparent_hugepage": thp.read_text().strip() if thp.exists() else None,
+        "nvidia_smi_topo": topo.stdout[-3000:],
+        "cpu_model": next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            None,
+        ),  # fmt: skip
+    }
 
 
 def _time_block(
@@ -118,7 +180,10 @@ def child(level: int, pid: int, allocations: int, calls: int) -> None:
                     }
                 )
         del model, args, pad
-    print(json.dumps({"rows": rows, "affinity": sorted(os.sched_getaffinity(0))}))
+    cpu = _cpu()
+    node = next((n for n, cpus in _nodes().items() if cpu in cpus), None)
+    numa = {"cpu_node": node, "pages_per_node": _pages_per_node()}
+    print(json.dumps({"rows": rows, "affinity": sorted(os.sched_getaffinity(0)), "numa": numa}))
 
 
 def per_core(level: int, pid: int, calls: int, passes: int) -> None:
@@ -167,6 +232,8 @@ def main() -> None:
     ap.add_argument("--child", default="")
     ap.add_argument("--child-core", default="")
     ap.add_argument("--per-core", default="", help="L1/10: one process pinned to each core in turn")
+    ap.add_argument("--pin", choices=["none", "nodes"], default="none", help="nodes: processes alternate NUMA nodes")
+    ap.add_argument("--child-cpus", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.per_core:
         level, pid = (int(x) for x in a.per_core.lstrip("L").split("/"))
@@ -188,16 +255,23 @@ def main() -> None:
         per_core(level, pid, a.calls, 3)
         return
     if a.child:
+        if a.child_cpus:  # before torch is imported: its threads and first-touch pages start on these CPUs
+            os.sched_setaffinity(0, {int(c) for c in a.child_cpus.split(",")})
         level, pid = (int(x) for x in a.child.lstrip("L").split("/"))
         child(level, pid, a.allocations, a.calls)
         return
     a.out.mkdir(parents=True, exist_ok=True)
+    (a.out / "topology.json").write_text(json.dumps(_topology(), indent=1))
+    nodes = _nodes()
     summary = {}
     for name in a.only:
         per_process = []
         for p in range(a.processes):
             cmd = [sys.executable, __file__, "--out", str(a.out), "--child", name]
             cmd += ["--allocations", str(a.allocations), "--calls", str(a.calls)]
+            if a.pin == "nodes":
+                node_cpus = nodes[sorted(nodes)[p % len(nodes)]]
+                cmd += ["--child-cpus", ",".join(map(str, node_cpus))]
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
             if res.returncode != 0:
                 print(name, "process", p, "failed:", res.stderr[-2000:])
@@ -236,6 +310,7 @@ def _summarise(per_process: list[dict[str, Any]]) -> dict[str, object]:
     out["launch_ms_per_process"] = [round(statistics.median(r["launch_ms"] for r in d["rows"]), 4) for d in per_process]
     out["clocks"] = [[(r["clock_before"], r["clock_after"]) for r in d["rows"]][:4] for d in per_process]
     out["cpus"] = [sorted({r["cpu"] for r in d["rows"]}) for d in per_process]
+    out["numa"] = [d.get("numa") for d in per_process]
     return out
 
 
