@@ -130,6 +130,10 @@ class Options:
     # host_bound_fraction of its event time runs at its process's host speed, which differed by up to 40 % between
     # processes for one L3 problem on the H200 (benchmarks/results/process-pairs-h200.md).
     host_bound_fraction: float = 0.5
+    # ... and start with launch_bound_pairs of them: with a between-process spread like L3/20's, two pairs agree
+    # within pair_agreement by chance about one time in ten and their interval then misses; three cover 95 %
+    # (benchmarks/pairs_coverage_sim.py, results in process-pairs-h200.md).
+    launch_bound_pairs: int = 3
     # Blocks of short calls last at least target_block_ms on the orchestrator's clock (at most max_block_calls
     # calls), so the wall-clock cross-check's 2 ms-per-block allowance is a small fraction of a call.
     target_block_ms: float = 20.0
@@ -159,6 +163,7 @@ class Options:
             opts.timing_budget_s = 1.0
             opts.rse_target = 0.02
             opts.process_pairs = 1  # fast; the two-pair path is asked for explicitly
+            opts.launch_bound_pairs = 1
         for key, value in options.items():
             setattr(opts, key, value)
         if opts.verified_trials < 2:

@@ -101,13 +101,14 @@ def host_fractions(pair: PairSamples) -> dict[str, float]:
 
 
 def pairs_wanted(first: PairSamples, host: dict[str, float], opts: Options) -> int:
-    """Process pairs to start with: opts.process_pairs for a short problem (the TF32 baseline's median below
-    opts.pairs_below_ms) or a launch-bound call on either side (host time at least opts.host_bound_fraction of the
-    event time), else one. A candidate's own figure can only add pairs for itself: a forged one gains no speed."""
+    """Process pairs to start with: opts.launch_bound_pairs (at least opts.process_pairs) for a launch-bound call
+    on either side (host time at least opts.host_bound_fraction of the event time), opts.process_pairs for a short
+    problem (the TF32 baseline's median below opts.pairs_below_ms), else one. A candidate's own figure can only add
+    pairs for itself: a forged one gains no speed."""
+    if any(fraction >= opts.host_bound_fraction for fraction in host.values()):
+        return max(opts.process_pairs, opts.launch_bound_pairs)
     base = first.times["tf32"]
-    short = bool(base) and statistics.median(base) < opts.pairs_below_ms
-    launch_bound = any(fraction >= opts.host_bound_fraction for fraction in host.values())
-    return opts.process_pairs if short or launch_bound else 1
+    return opts.process_pairs if base and statistics.median(base) < opts.pairs_below_ms else 1
 
 
 def pairs_disagree(pairs: list[PairSamples], agreement: float) -> bool:

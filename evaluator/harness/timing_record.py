@@ -288,8 +288,8 @@ def describe_pairs(
         "method": "median host time of a call (until it returned) / median event time, first pair (CUDA only)",
     }
     timing["process_pairs_policy"] = (
-        f"{wanted} pairs wanted (baseline median below {opts.pairs_below_ms:g} ms, or a host time of at least "
-        f"{opts.host_bound_fraction:.0%} of the event time on either side: {opts.process_pairs} pairs, "
-        f"and up to {opts.max_process_pairs} while their speedups spread by more than {opts.pair_agreement:.0%}; "
-        f"else 1); {skipped or f'{len(pairs)} run'}"
+        f"{wanted} pairs wanted (a host time of at least {opts.host_bound_fraction:.0%} of the event time on "
+        f"either side: {max(opts.process_pairs, opts.launch_bound_pairs)} pairs; baseline median below "
+        f"{opts.pairs_below_ms:g} ms: {opts.process_pairs} pairs; either way up to {opts.max_process_pairs} while "
+        f"their speedups spread by more than {opts.pair_agreement:.0%}; else 1); {skipped or f'{len(pairs)} run'}"
     )
