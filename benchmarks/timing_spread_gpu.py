@@ -114,7 +114,7 @@ def _topology() -> dict[str, Any]:
                 if line.startswith("model name")
             ),
             None,
-        ),  # fmt: skip
+        ),
     }
 
 

@@ -164,6 +164,13 @@ def pair_ratios(pairs: Sequence[Pair]) -> list[float]:
     return [r for r in (pooled_ratio([p]) for p in pairs) if r is not None]
 
 
+def ratios_disagree(pairs: Sequence[Pair], agreement: float) -> bool:
+    """Do the process pairs' own speedups spread by more than `agreement` of their pooled speedup?"""
+    ratios = pair_ratios(pairs)
+    pooled = pooled_ratio(pairs)
+    return bool(pooled and len(ratios) > 1 and (max(ratios) - min(ratios)) / pooled > agreement)
+
+
 def hierarchical_ratio_ci(pairs: Sequence[Pair], *, resamples: int = 2000, seed: int = 0) -> list[float] | None:
     """95 % interval of the pooled median ratio that covers the spread between processes (issue 17, part 2).
 

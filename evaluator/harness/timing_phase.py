@@ -20,7 +20,7 @@ from evaluator.harness.correctness_phase import randomise
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.protocol import PAPER_LOOP_CALLS, VERIFIED_TOLERANCE, Options, set_check
 from evaluator.harness.setup_phase import handover, recompile
-from evaluator.harness.timing import calls_per_block, pair_ratios, pooled_ratio, rse_median
+from evaluator.harness.timing import calls_per_block, ratios_disagree, rse_median
 from evaluator.harness.timing_record import (
     OuterBlocks,
     Samples,
@@ -112,11 +112,8 @@ def pairs_wanted(first: PairSamples, host: dict[str, float], opts: Options) -> i
 
 
 def pairs_disagree(pairs: list[PairSamples], agreement: float) -> bool:
-    """Do the process pairs' own speedups spread by more than `agreement` of their pooled speedup?"""
-    samples = [(p.times["tf32"], p.times["cand"]) for p in pairs]
-    ratios = pair_ratios(samples)
-    pooled = pooled_ratio(samples)
-    return bool(pooled and len(ratios) > 1 and (max(ratios) - min(ratios)) / pooled > agreement)
+    """timing.ratios_disagree over the pairs' TF32-baseline and candidate calls."""
+    return ratios_disagree([(p.times["tf32"], p.times["cand"]) for p in pairs], agreement)
 
 
 @dataclass
