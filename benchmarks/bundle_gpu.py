@@ -146,6 +146,8 @@ class Run:
             "max_process_pairs": self.args.max_process_pairs,
             "pairs_below_ms": self.args.pairs_below_ms,
             "target_block_ms": self.args.target_block_ms,
+            "launch_bound_pairs": self.args.launch_bound_pairs,
+            "pin_timing_cpu": {"on": True, "off": False}.get(self.args.pin_cpu),
         }
 
     def compile(self, items: list[dict[str, Any]]) -> None:
@@ -192,6 +194,9 @@ class Run:
             "block_calls": timing.get("block_calls"),
             "ci_method": timing.get("ci_method"),
             "wallclock": timing.get("wallclock"),  # the cross-check's overheads, excess and measured jitter
+            "host_fraction": timing.get("host_fraction"),
+            "cpu": timing.get("cpu"),  # the leased timing CPU and the threads pinned to it
+            "candidate_cpu": timing.get("candidate_cpu"),  # the kernel's CPU time while the baseline was timed
             "phases": record.get("phases"),
             "handover": (record.get("environment") or {}).get("output_handover"),
             "compile_cache": (record.get("environment") or {}).get("compile_cache"),
@@ -325,6 +330,8 @@ def main() -> int:
     parser.add_argument("--process-pairs", type=int, help="harness process_pairs (short problems; default 2)")
     parser.add_argument("--max-process-pairs", type=int, help="harness max_process_pairs (default 4)")
     parser.add_argument("--pairs-below-ms", type=float, help="harness pairs_below_ms (default 1.0)")
+    parser.add_argument("--launch-bound-pairs", type=int, help="harness launch_bound_pairs (default 3)")
+    parser.add_argument("--pin-cpu", choices=["on", "off"], help="harness pin_timing_cpu (default on)")
     parser.add_argument("--target-block-ms", type=float, help="harness target_block_ms (0: fixed blocks)")
     parser.add_argument("--min-calls", type=int, default=100, help="timed calls per side before RSE may stop")
     parser.add_argument("--tag", default="bundle", help="output file prefix")

@@ -21,6 +21,7 @@ if the host speed follows the node, pinning the workers next to the GPU is the f
 
     python3 benchmarks/timing_spread_gpu.py --out $OUT/spread --processes 6
     python3 benchmarks/timing_spread_gpu.py --out $OUT/spread --only L3/20 --processes 8 --pin nodes
+    python3 benchmarks/timing_spread_gpu.py --out $OUT/one --only L3/20 --processes 8 --pin one [--no-aslr]
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -74,6 +76,21 @@ def _nodes() -> dict[int, list[int]]:
                 cpus += range(int(lo), int(hi or lo) + 1)
         nodes[int(node.name[4:])] = cpus
     return nodes or {0: sorted(os.sched_getaffinity(0))}
+
+
+def _gpu_node_cpus(nodes: dict[int, list[int]]) -> list[int]:
+    """The CPUs of GPU 0's NUMA node (all CPUs when sysfs does not say), read without importing torch."""
+    try:
+        bus = subprocess.run(
+            ["nvidia-smi", "--query-gpu=pci.bus_id", "--format=csv,noheader", "-i", "0"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        node = int(Path(f"/sys/bus/pci/devices/{bus[-12:].lower()}/numa_node").read_text())
+    except (OSError, ValueError, subprocess.CalledProcessError):
+        node = -1
+    return nodes.get(node) or sorted(c for cpus in nodes.values() for c in cpus)
 
 
 def _pages_per_node() -> dict[str, int]:
@@ -232,7 +249,13 @@ def main() -> None:
     ap.add_argument("--child", default="")
     ap.add_argument("--child-core", default="")
     ap.add_argument("--per-core", default="", help="L1/10: one process pinned to each core in turn")
-    ap.add_argument("--pin", choices=["none", "nodes"], default="none", help="nodes: processes alternate NUMA nodes")
+    ap.add_argument(
+        "--pin",
+        choices=["none", "nodes", "one"],
+        default="none",
+        help="nodes: processes alternate NUMA nodes; one: every process on the same single CPU of the GPU's node",
+    )
+    ap.add_argument("--no-aslr", action="store_true", help="start each process with address randomisation off")
     ap.add_argument("--child-cpus", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.per_core:
@@ -272,6 +295,10 @@ def main() -> None:
             if a.pin == "nodes":
                 node_cpus = nodes[sorted(nodes)[p % len(nodes)]]
                 cmd += ["--child-cpus", ",".join(map(str, node_cpus))]
+            elif a.pin == "one":  # same CPU for all: what still differs between processes is the process itself
+                cmd += ["--child-cpus", str(_gpu_node_cpus(nodes)[0])]
+            if a.no_aslr and shutil.which("setarch"):  # same addresses in every process: is it the layout?
+                cmd = ["setarch", os.uname().machine, "-R", *cmd]
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
             if res.returncode != 0:
                 print(name, "process", p, "failed:", res.stderr[-2000:])

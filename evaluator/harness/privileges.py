@@ -61,6 +61,15 @@ def uid_slots_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"kbv-sandbox-uids-{os.geteuid()}"
 
 
+def own_slots_dir(path: Path) -> None:
+    """Make the machine-wide slots folder (mode 0o700) or check the one there is ours: a folder planted by someone
+    else could hand two evaluations the same slot, so it is never trusted."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        raise RuntimeError(f"{path} is not a folder of this user's: cannot lease slots there")
+
+
 class UidLease:
     """One uid of the per-evaluation pool, held (an flock on its slot file) for as long as the evaluation runs, so
     two kernels evaluated at once never share a Unix user: neither can read, write or signal the other's files or
@@ -74,10 +83,7 @@ class UidLease:
     def acquire(self) -> Identity:
         import fcntl
 
-        self.slots_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = os.lstat(self.slots_dir)
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():  # planted by someone else: never trust it
-            raise RuntimeError(f"{self.slots_dir} is not a folder of this user's: cannot lease sandbox uids there")
+        own_slots_dir(self.slots_dir)
         start = os.getpid() % UID_SLOTS  # spread concurrent evaluations; any free slot will do
         for step in range(UID_SLOTS):
             slot = (start + step) % UID_SLOTS

@@ -141,6 +141,9 @@ class Options:
     # host's latency to its first kernel is not timed (lead.py); 0: the start event fires on an idle GPU.
     launch_lead_us: float = 100.0
     max_block_calls: int = 1000
+    # CUDA: both workers time on one leased CPU (cpu_pin.py), so a launch-bound call meets the same host speed on
+    # both sides; the H200's vCPUs each changed speed by up to 2x from one moment to the next.
+    pin_timing_cpu: bool = True
     # Set (a folder the orchestrator may write): the profiled calls of "what ran" also write torch.profiler Chrome
     # traces, copied there as candidate-trace.json and baseline-trace.json (a staff profile request; CUDA only).
     profile_dir: str = ""

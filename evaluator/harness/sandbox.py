@@ -48,6 +48,9 @@ def build_env(*, private_dir: Path, extensions_dir: Path | None = None, extra: d
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONUNBUFFERED="1",
         PYTHONNOUSERSITE="1",
+        # an idle worker's OpenMP threads sleep at once instead of spinning into its partner's timed block
+        # (candidate_cpu.py counts the kernel's CPU time there); both workers alike, so the ratio stays fair
+        OMP_WAIT_POLICY="PASSIVE",
     )
     build = extensions_dir or (private_dir / "torch_extensions")
     env["TORCH_EXTENSIONS_DIR"] = str(build)
@@ -56,20 +59,29 @@ def build_env(*, private_dir: Path, extensions_dir: Path | None = None, extra: d
     return env
 
 
-def process_group_rss(pgid: int) -> int:
-    """Resident bytes of every process in a process group (cgroup-free memory watchdog)."""
-    total = 0
-    page = os.sysconf("SC_PAGE_SIZE")
+def group_pids(pgid: int) -> list[int]:
+    """The processes of a process group (a worker and whatever it started without leaving its group)."""
+    found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             with open(f"/proc/{entry.name}/stat", "rb") as fh:
                 stat = fh.read()
-            fields = stat[stat.rindex(b")") + 2 :].split()
-            if int(fields[2]) != pgid:  # fields: state, ppid, pgrp, ...
-                continue
-            with open(f"/proc/{entry.name}/statm", "rb") as fh:
+            if int(stat[stat.rindex(b")") + 2 :].split()[2]) == pgid:  # fields: state, ppid, pgrp, ...
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def process_group_rss(pgid: int) -> int:
+    """Resident bytes of every process in a process group (cgroup-free memory watchdog)."""
+    total = 0
+    page = os.sysconf("SC_PAGE_SIZE")
+    for pid in group_pids(pgid):
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as fh:
                 total += int(fh.read().split()[1]) * page
         except (OSError, ValueError, IndexError):
             continue

@@ -14,9 +14,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluator.harness.candidate_cpu import CandidateCpu, busy_finding, used_between
 from evaluator.harness.clients import CandidateClient, ReferenceClient
 from evaluator.harness.context import Context, output_ref
 from evaluator.harness.correctness_phase import randomise
+from evaluator.harness.cpu_pin import CpuLease, pin_group
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.protocol import PAPER_LOOP_CALLS, VERIFIED_TOLERANCE, Options, set_check
 from evaluator.harness.setup_phase import handover, recompile
@@ -34,12 +36,27 @@ MIN_ROUNDS = 4  # blocks per side before the loop may stop early (quick mode's 1
 
 
 def run_timing(ctx: Context) -> None:
+    """Timing, on one leased CPU for both workers when the device is CUDA (cpu_pin.py)."""
+    lease = CpuLease()
+    cpu = None
+    if ctx.cuda and ctx.opts.pin_timing_cpu:
+        try:
+            cpu = lease.acquire()
+        except (OSError, RuntimeError) as exc:  # no slots folder: time unpinned, and say why
+            ctx.record["timing_cpu_error"] = str(exc)[:200]
+    try:
+        _run_timing(ctx, cpu)
+    finally:
+        lease.release()
+
+
+def _run_timing(ctx: Context, cpu: int | None) -> None:
     started = time.monotonic()
     opts = ctx.opts
     ctx.timing_sets = _timing_sets(ctx)
     seeds = [ctx.seed() for _ in range(ctx.timing_sets)]
     pairs: list[PairSamples] = []
-    setup, block = _time_pair(ctx, seeds, pairs, None)
+    setup, block = _time_pair(ctx, seeds, pairs, None, cpu)
     host = host_fractions(pairs[0])
     wanted = pairs_wanted(pairs[0], host, opts)
     skipped = ""
@@ -54,7 +71,7 @@ def run_timing(ctx: Context) -> None:
         step = time.monotonic()
         _fresh_pair(ctx)
         ctx.phase(f"pair_{len(pairs) + 1}_start", step)
-        _time_pair(ctx, seeds, pairs, block)
+        _time_pair(ctx, seeds, pairs, block, cpu)
     step = time.monotonic()
     paper = _paper_loop(ctx) if opts.paper_loop else None
     rechecks: dict[str, Any] = {}
@@ -79,6 +96,7 @@ def run_timing(ctx: Context) -> None:
         pairs=[(p.times["tf32"], p.times["cand"]) for p in pairs],
     )
     describe_pairs(ctx.record, pairs, wanted=wanted, block_calls=block, skipped=skipped, opts=opts, host=host)
+    _describe_cpu(ctx, pairs, cpu)
     if ctx.record["timing"].get("candidate_fresh_inputs") is not None:
         ctx.record["timing"]["candidate_fresh_inputs"]["rounds"] = fresh_rounds
     if paper is not None:
@@ -116,6 +134,30 @@ def pairs_disagree(pairs: list[PairSamples], agreement: float) -> bool:
     return ratios_disagree([(p.times["tf32"], p.times["cand"]) for p in pairs], agreement)
 
 
+def _describe_cpu(ctx: Context, pairs: list[PairSamples], cpu: int | None) -> None:
+    """Where the workers were timed (timing.cpu) and the kernel's CPU time while the baseline was timed
+    (timing.candidate_cpu); a kernel busy then fails timer integrity (candidate_cpu.py)."""
+    timing = ctx.record["timing"]
+    error = ctx.record.pop("timing_cpu_error", None)
+    timing["cpu"] = {
+        "pinned": cpu,
+        "threads_pinned": [p.pinned for p in pairs],
+        "why": "both workers on one leased CPU: a launch-bound call meets the same host speed on both sides"
+        if cpu is not None
+        else error or ("not CUDA" if not ctx.cuda else "pin_timing_cpu off, or no CPU free to lease"),
+    }
+    base_cpu = sum(cpu_ms for p in pairs for cpu_ms, _ in p.busy.values())
+    base_wall = sum(wall_ms for p in pairs for _, wall_ms in p.busy.values())
+    timing["candidate_cpu"] = {
+        "during_baseline_ms": round(base_cpu, 1),
+        "baseline_wall_ms": round(base_wall, 1),
+        "method": "CPU time of the kernel's processes (/proc) read just before and after each baseline block",
+    }
+    finding = busy_finding(base_cpu, base_wall)
+    if finding:
+        set_check(ctx.record, "timer_integrity", False, finding)
+
+
 @dataclass
 class PairSamples:
     """What one process pair's timed blocks collected (see _timed_blocks)."""
@@ -126,13 +168,16 @@ class PairSamples:
     forged: list[str]
     rechecks: dict[str, Any] = field(default_factory=dict)
     host: Samples = field(default_factory=dict)  # side -> per-call host ms (CUDA; see host_fractions)
+    busy: dict[str, list[float]] = field(default_factory=dict)  # baseline side -> [kernel's CPU ms, wall ms]
+    pinned: dict[str, int] = field(default_factory=dict)  # worker -> threads pinned to the timing CPU
 
 
 def _time_pair(
-    ctx: Context, seeds: list[int], pairs: list[PairSamples], block: int | None
+    ctx: Context, seeds: list[int], pairs: list[PairSamples], block: int | None, cpu: int | None
 ) -> tuple[dict[str, Any], int]:
-    """Timing set-up and the timed blocks in the current worker pair (appended to `pairs`). The first pair sizes
-    the blocks (`block` None); later pairs use the same size. Returns the set-up reply and the block size."""
+    """Timing set-up and the timed blocks in the current worker pair (appended to `pairs`), after set-up on `cpu`
+    when one is leased. The first pair sizes the blocks (`block` None); later pairs use the same size. Returns the
+    set-up reply and the block size."""
     opts = ctx.opts
     first = not pairs
     step = time.monotonic()
@@ -146,14 +191,30 @@ def _time_pair(
         if mem_b is not None and mem_c:
             ctx.record["memory_ratio"] = mem_b / mem_c
         ctx.phase("timing_setup", step)
+    pinned = _pin_workers(ctx, cpu) if cpu is not None else {}
     if block is None:
         block = _block_size(ctx)
     step = time.monotonic()
     sides = ["tf32", "cand", "fp32"] + (["compile"] if opts.compile_baseline and not setup["compile_error"] else [])
     tag = "" if first else f"pair {len(pairs) + 1} "
     pairs.append(_timed_blocks(ctx, sides, len(seeds), block, tag))
+    pairs[-1].pinned = pinned
     ctx.phase("timing_loop" if first else f"timing_loop_pair_{len(pairs)}", step)
     return setup, block
+
+
+def _pin_workers(ctx: Context, cpu: int) -> dict[str, int]:
+    """Every thread of both workers onto `cpu` (cpu_pin.py); how many threads each had pinned."""
+    workers = ctx.workers
+    assert workers.ref is not None and workers.cand is not None and workers.ref.pid and workers.cand.pid
+    return {"reference": pin_group(workers.ref.pid, {cpu}), "candidate": pin_group(workers.cand.pid, {cpu})}
+
+
+def _candidate_cpu(ctx: Context) -> CandidateCpu | None:
+    workers = ctx.workers
+    if workers.cand is None or not workers.cand.pid:
+        return None
+    return CandidateCpu(workers.cand.pid, workers.ident[0] if workers.ident else None)
 
 
 def _block_size(ctx: Context) -> int:
@@ -226,6 +287,8 @@ def _timed_blocks(ctx: Context, sides: list[str], input_sets: int, block: int, t
     walls: Samples = {s: [] for s in sides}
     outer: OuterBlocks = {s: [] for s in sides}  # (orchestrator wall, sum, n)
     host: Samples = {s: [] for s in sides}
+    busy = {s: [0.0, 0.0] for s in sides if s != "cand"}  # the kernel's CPU ms and the wall ms, baseline blocks
+    watch = _candidate_cpu(ctx)
     rechecks: dict[str, dict[str, Any] | None] = {}  # timed output -> its re-check (None: not a plain tensor)
     forged: list[str] = []
     offset, rounds, budget_end = 0, 0, time.monotonic() + opts.timing_budget_s
@@ -236,12 +299,16 @@ def _timed_blocks(ctx: Context, sides: list[str], input_sets: int, block: int, t
         order = sides if rounds % 2 == 0 else list(reversed(sides))  # ABAB: drift cancels
         keep = secrets.randbelow(4) == 0 or (kept_blocks == 0 and rounds >= 1)
         for side in order:
+            snap = watch.snapshot() if watch is not None and side != "cand" else {}
             t0 = time.perf_counter_ns()
             if side == "cand":
                 reply = ctx.cand.time_block(n=block, offset=offset)
             else:
                 reply = ctx.ref.time_block(mode=side, n=block, offset=offset)
             wall_ms = (time.perf_counter_ns() - t0) / 1e6
+            if side != "cand":  # read just before and after the block, outside its timed wall
+                busy[side][0] += used_between(snap, watch.snapshot()) if watch is not None else 0.0
+                busy[side][1] += wall_ms
             got = [float(x) for x in reply["times"]]
             times[side] += got
             walls[side] += [float(x) for x in reply["walls"]]
@@ -269,7 +336,7 @@ def _timed_blocks(ctx: Context, sides: list[str], input_sets: int, block: int, t
                 break
         if ctx.left() < 0.1 * ctx.spec.timeout:
             break
-    return PairSamples(times, walls, outer, forged, rechecks, host)
+    return PairSamples(times, walls, outer, forged, rechecks, host, busy)
 
 
 def _host_times(reply: dict[str, Any]) -> list[float]:

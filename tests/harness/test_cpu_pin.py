@@ -1,0 +1,54 @@
+"""Both workers on one leased CPU for timing (evaluator/harness/cpu_pin.py): the lease and the pinning, on real
+processes and their threads."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evaluator.harness.cpu_pin import CpuLease, pin_group
+
+THREADED_CHILD = """
+import threading, time
+for _ in range(3):
+    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+print("ready", flush=True)
+time.sleep(30)
+"""
+
+
+def test_leases_never_share_a_cpu_and_never_take_the_lowest(tmp_path: Path) -> None:
+    allowed = {0, 1, 2, 3}
+    leases = [CpuLease(tmp_path) for _ in range(4)]
+    got = [lease.acquire(allowed) for lease in leases]
+    assert sorted(c for c in got if c is not None) == [1, 2, 3]  # CPU 0 is for interrupts and housekeeping
+    assert got.count(None) == 1  # every other CPU taken: the fourth evaluation times unpinned
+    leases[0].release()
+    again = CpuLease(tmp_path)
+    assert again.acquire(allowed) == got[0]  # a released CPU can be leased again
+    assert CpuLease(tmp_path).acquire({5}) is None  # a single CPU is never leased
+
+
+def test_pin_group_moves_every_thread_of_the_group(tmp_path: Path) -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs two CPUs")
+    target = {cpus[-1]}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", THREADED_CHILD], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        tids = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task")]
+        assert len(tids) >= 4
+        assert pin_group(proc.pid, target) >= 4
+        for tid in tids:
+            assert os.sched_getaffinity(tid) == target
+        assert os.sched_getaffinity(os.getpid()) != target  # the caller itself stays where it was
+    finally:
+        proc.kill()
+        proc.wait()
