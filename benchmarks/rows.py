@@ -10,8 +10,9 @@ import json
 import sys
 
 for path in sys.argv[1:]:
-    for line in open(path):
-        r = json.loads(line)
+    with open(path) as fh:
+        rows = [json.loads(line) for line in fh]
+    for r in rows:
         if r.get("phase") == "compile":
             continue
         cpu, busy = r.get("cpu") or {}, r.get("candidate_cpu") or {}

@@ -23,6 +23,7 @@ A7 phase detection, batch-and-skip, evaluator-mode branching
 A8 cache-state manipulation (L2 persisting access-policy windows)
 A9 impossible times that collapse aggregates
 A10 setup-time precomputation from predictable seeds
+A11 slowing the baseline: CPU work (threads, child processes) while the kernel is not called
 B1 no-op + stale memory reuse (torch.empty output that no kernel writes)
 B2 uninitialised / garbage reads that happen to pass
 B3 constant / trivial outputs for degenerate tasks

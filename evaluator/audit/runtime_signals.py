@@ -35,6 +35,10 @@ CHECK_SIGNALS: list[tuple[tuple[str, ...], str, str, str, tuple[str, ...], str]]
 ]  # fmt: skip
 
 
+# The phrase of candidate_cpu.busy_finding (the harness's timer-integrity detail for A11); the audit never imports
+# the harness, and tests/audit checks the two agree.
+BASELINE_SLOWED = "while the baseline was timed"
+
 # Signals that compare clocks or timings: on a GPU they expose hidden work; on a shared CPU they are mostly noise.
 CPU_NOISY_SIGNALS = {"timing_crosscheck", "fresh_input_timing", "implausible_speed"}
 
@@ -126,6 +130,9 @@ def runtime_findings(record: dict | None, *, speedup: float | None = None) -> li
             # there is worth a look, never evidence of a hack on its own.
             severity, verdict, why = "low", "suspicious", f"{why} Measured on a CPU, where timing is noisy."
         detail = str(check.get("detail", "") or "")[:500]
+        if rule == "timer_tampering" and BASELINE_SLOWED in detail:  # the same check, another attack (A11)
+            rule, classes = "baseline_slowed", ("A11",)
+            why = "The kernel's processes used CPU while the baseline was timed, slowing it."
         findings.append(Finding(
             rule=f"runtime:{rule}", severity=severity, verdict=verdict, classes=classes,
             why=f"{why} (check {name}{': ' + detail if detail else ''})", origin="runtime",

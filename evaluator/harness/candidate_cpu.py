@@ -7,9 +7,10 @@ inflates the speedup, and more so when both workers share one CPU (cpu_pin.py). 
 threads (tamper_watch) is evidence it could forge; this is the orchestrator's count, from the kernel's processes'
 accounting in /proc: user and system time, plus that of their children once reaped.
 
-The kernel's processes are its Unix user's when it has one (privileges.py), else the worker's process group and
-the worker's descendants (a child that leaves the group with setsid is still in the tree). A process that exits
-unreaped between two reads takes its time with it; one that outlives the worker fails process containment anyway.
+The kernel's processes are found as a tree, not by group or user: every process below the orchestrator but the
+reference worker. A child that calls setsid stays in the tree, and one whose parent exits is adopted by the
+orchestrator (a subreaper, hardening.py) or by the sandbox's init, both inside it. A process that exits unreaped
+between two reads takes its time with it; one that outlives the worker fails process containment anyway.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from __future__ import annotations
 import os
 
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
-# A kernel whose processes used more than BUSY_LIMIT of the baseline's timed wall time (and at least BUSY_MIN_MS
-# over the phase, above the 10 ms granularity of the accounting) worked while it was not called: timer integrity
+# A kernel whose processes used more than BUSY_LIMIT of the baseline's timed wall time (and more than BUSY_MIN_MS
+# over the phase: three of the accounting's 10 ms ticks) worked while it was not called: timer integrity
 # fails. An idle worker blocked on its pipe uses none; an OpenMP pool spinning down after a CPU call, a little.
 BUSY_LIMIT = 0.10
-BUSY_MIN_MS = 50.0
+BUSY_MIN_MS = 30.0
 
 
 def _cpu_ms(pid: int) -> float | None:
@@ -35,47 +36,38 @@ def _cpu_ms(pid: int) -> float | None:
         return None
 
 
-class CandidateCpu:
-    """Snapshots of the CPU time of the candidate's processes: `uid` when it runs as a user of its own, else the
-    process group `pgid`."""
+def _children(pid: int) -> list[int]:
+    """A process's children, from every one of its threads (/proc/PID/task/TID/children)."""
+    found: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                found += [int(x) for x in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+    return found
 
-    def __init__(self, pgid: int, uid: int | None) -> None:
-        self.pgid = pgid
-        self.uid = uid
+
+class CandidateCpu:
+    """Snapshots of the CPU time of every process below `parent` (the orchestrator: the workers are its children,
+    and as a subreaper it adopts whatever a kernel orphans) except the `exclude` subtree (the reference worker)."""
+
+    def __init__(self, parent: int, exclude: int | None = None) -> None:
+        self.parent = parent
+        self.exclude = exclude
 
     def _pids(self) -> list[int]:
-        by_uid, parents, groups = [], {}, {}
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            pid = int(entry.name)
-            try:
-                if self.uid is not None:  # status, not the folder's owner: a non-dumpable process's is root
-                    with open(f"/proc/{pid}/status", "rb") as fh:
-                        uid_line = next((line for line in fh if line.startswith(b"Uid:")), b"Uid: -1")
-                    if int(uid_line.split()[1]) == self.uid:
-                        by_uid.append(pid)
-                    continue
-                with open(f"/proc/{pid}/stat", "rb") as fh:
-                    stat = fh.read()
-                fields = stat[stat.rindex(b")") + 2 :].split()  # state, ppid, pgrp, ...
-                parents[pid], groups[pid] = int(fields[1]), int(fields[2])
-            except (OSError, ValueError, IndexError):
-                continue
-        if self.uid is not None:
-            return by_uid
-        # no user of its own: the worker's group and every descendant of the worker (a child that calls setsid
-        # leaves the group, not the tree)
-        found = {pid for pid, group in groups.items() if group == self.pgid}
-        for pid in parents:
-            chain: list[int] = []
-            cur = pid
-            while cur in parents and cur not in found and cur not in chain and len(chain) < 64:
-                chain.append(cur)
-                cur = parents[cur]
-            if cur in found:
-                found.update(chain)
-        return sorted(found)
+        found: list[int] = []
+        todo = [c for c in _children(self.parent) if c != self.exclude]
+        while todo and len(found) < 100_000:
+            pid = todo.pop()
+            found.append(pid)
+            todo += _children(pid)
+        return found
 
     def snapshot(self) -> dict[int, float]:
         """pid -> its CPU ms so far, for every candidate process alive now."""
@@ -95,7 +87,7 @@ def used_between(before: dict[int, float], after: dict[int, float]) -> float:
 
 def busy_finding(cpu_ms: float, wall_ms: float) -> str:
     """The timer-integrity finding when the candidate was busy while the baseline was timed, else ""."""
-    if wall_ms <= 0 or cpu_ms < BUSY_MIN_MS or cpu_ms <= BUSY_LIMIT * wall_ms:
+    if wall_ms <= 0 or cpu_ms <= BUSY_MIN_MS or cpu_ms <= BUSY_LIMIT * wall_ms:
         return ""
     return (
         f"the kernel's processes used {cpu_ms:.0f} ms of CPU while the baseline was timed "

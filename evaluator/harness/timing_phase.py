@@ -8,6 +8,7 @@ timing_record.py. stdlib only, like the orchestrator.
 from __future__ import annotations
 
 import math
+import os
 import secrets
 import statistics
 import time
@@ -38,16 +39,18 @@ MIN_ROUNDS = 4  # blocks per side before the loop may stop early (quick mode's 1
 def run_timing(ctx: Context) -> None:
     """Timing, on one leased CPU for both workers when the device is CUDA (cpu_pin.py)."""
     lease = CpuLease()
-    cpu = None
+    cpu, why = None, "not CUDA" if not ctx.cuda else "pin_timing_cpu off"
     if ctx.cuda and ctx.opts.pin_timing_cpu:
         try:
             cpu = lease.acquire()
+            why = "both workers on one leased CPU" if cpu is not None else "no CPU free to lease"
         except (OSError, RuntimeError) as exc:  # no slots folder: time unpinned, and say why
-            ctx.record["timing_cpu_error"] = str(exc)[:200]
+            why = str(exc)[:200]
     try:
         _run_timing(ctx, cpu)
     finally:
         lease.release()
+    ctx.record["timing"]["cpu"]["why"] = why
 
 
 def _run_timing(ctx: Context, cpu: int | None) -> None:
@@ -138,14 +141,7 @@ def _describe_cpu(ctx: Context, pairs: list[PairSamples], cpu: int | None) -> No
     """Where the workers were timed (timing.cpu) and the kernel's CPU time while the baseline was timed
     (timing.candidate_cpu); a kernel busy then fails timer integrity (candidate_cpu.py)."""
     timing = ctx.record["timing"]
-    error = ctx.record.pop("timing_cpu_error", None)
-    timing["cpu"] = {
-        "pinned": cpu,
-        "threads_pinned": [p.pinned for p in pairs],
-        "why": "both workers on one leased CPU: a launch-bound call meets the same host speed on both sides"
-        if cpu is not None
-        else error or ("not CUDA" if not ctx.cuda else "pin_timing_cpu off, or no CPU free to lease"),
-    }
+    timing["cpu"] = {"pinned": cpu, "threads_pinned": [p.pinned for p in pairs], "why": ""}  # why: run_timing
     base_cpu = sum(cpu_ms for p in pairs for cpu_ms, _ in p.busy.values())
     base_wall = sum(wall_ms for p in pairs for _, wall_ms in p.busy.values())
     timing["candidate_cpu"] = {
@@ -208,13 +204,6 @@ def _pin_workers(ctx: Context, cpu: int) -> dict[str, int]:
     workers = ctx.workers
     assert workers.ref is not None and workers.cand is not None and workers.ref.pid and workers.cand.pid
     return {"reference": pin_group(workers.ref.pid, {cpu}), "candidate": pin_group(workers.cand.pid, {cpu})}
-
-
-def _candidate_cpu(ctx: Context) -> CandidateCpu | None:
-    workers = ctx.workers
-    if workers.cand is None or not workers.cand.pid:
-        return None
-    return CandidateCpu(workers.cand.pid, workers.ident[0] if workers.ident else None)
 
 
 def _block_size(ctx: Context) -> int:
@@ -288,7 +277,7 @@ def _timed_blocks(ctx: Context, sides: list[str], input_sets: int, block: int, t
     outer: OuterBlocks = {s: [] for s in sides}  # (orchestrator wall, sum, n)
     host: Samples = {s: [] for s in sides}
     busy = {s: [0.0, 0.0] for s in sides if s != "cand"}  # the kernel's CPU ms and the wall ms, baseline blocks
-    watch = _candidate_cpu(ctx)
+    watch = CandidateCpu(os.getpid(), exclude=ctx.workers.ref.pid if ctx.workers.ref else None)
     rechecks: dict[str, dict[str, Any] | None] = {}  # timed output -> its re-check (None: not a plain tensor)
     forged: list[str] = []
     offset, rounds, budget_end = 0, 0, time.monotonic() + opts.timing_budget_s
@@ -299,7 +288,7 @@ def _timed_blocks(ctx: Context, sides: list[str], input_sets: int, block: int, t
         order = sides if rounds % 2 == 0 else list(reversed(sides))  # ABAB: drift cancels
         keep = secrets.randbelow(4) == 0 or (kept_blocks == 0 and rounds >= 1)
         for side in order:
-            snap = watch.snapshot() if watch is not None and side != "cand" else {}
+            snap = watch.snapshot() if side != "cand" else {}
             t0 = time.perf_counter_ns()
             if side == "cand":
                 reply = ctx.cand.time_block(n=block, offset=offset)
@@ -307,7 +296,7 @@ def _timed_blocks(ctx: Context, sides: list[str], input_sets: int, block: int, t
                 reply = ctx.ref.time_block(mode=side, n=block, offset=offset)
             wall_ms = (time.perf_counter_ns() - t0) / 1e6
             if side != "cand":  # read just before and after the block, outside its timed wall
-                busy[side][0] += used_between(snap, watch.snapshot()) if watch is not None else 0.0
+                busy[side][0] += used_between(snap, watch.snapshot())
                 busy[side][1] += wall_ms
             got = [float(x) for x in reply["times"]]
             times[side] += got

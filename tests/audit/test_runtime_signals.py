@@ -120,3 +120,17 @@ def test_reviewed_runtime_flags_survive_a_rerun(staff, django_capture_on_commit_
         kernel_audit_runtime(evaluation_id=ev.pk, enqueue_judges=False)
     remaining = AuditFlag.objects.filter(kernel=ev.kernel, source="runtime")
     assert [(f.pk, f.review_state) for f in remaining] == [(flag.pk, AuditFlag.Review.DISMISSED)]
+
+
+def test_a_kernel_busy_while_the_baseline_was_timed_is_flagged_as_slowing_it() -> None:
+    """The harness's own finding text (candidate_cpu.busy_finding) reaches the audit as A11, not as timer patching."""
+    from evaluator.harness.candidate_cpu import busy_finding
+
+    detail = busy_finding(400.0, 416.5)
+    assert detail  # over the limit
+    found = runtime_findings(record(checks=[{"name": "timer_integrity", "passed": False, "detail": detail}]))
+    assert [(f.rule, f.classes, f.verdict) for f in found] == [("runtime:baseline_slowed", ("A11",), "hack")]
+    patched = runtime_findings(
+        record(checks=[{"name": "timer_integrity", "passed": False, "detail": "replaced: time.perf_counter"}])
+    )
+    assert [(f.rule, f.classes) for f in patched] == [("runtime:timer_tampering", ("A4", "C1"))]

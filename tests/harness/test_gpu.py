@@ -6,6 +6,7 @@ Skipped without CUDA. Imports no Django, so it also runs on the GPU machine:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,11 @@ def test_cuda_timing_memory_and_checks(tmp_path):
     # What ran (issue 19): one profiled call per side. The profiler imports torch._dynamo, which rebinds
     # torch.manual_seed: the tamper watch must know torch's own patch (on the H200 it failed every evaluation once).
     assert get_check(record, "timer_integrity")["passed"] is True
+    # both workers timed on one leased CPU (cpu_pin.py), every thread of each pinned; the kernel idle meanwhile
+    if len(os.sched_getaffinity(0)) > 1:
+        assert timing["cpu"]["pinned"] is not None, timing["cpu"]
+        assert all(p["reference"] > 0 and p["candidate"] > 0 for p in timing["cpu"]["threads_pinned"]), timing["cpu"]
+    assert timing["candidate_cpu"]["during_baseline_ms"] <= 0.1 * timing["candidate_cpu"]["baseline_wall_ms"]
     ran = record["launched_kernels"]
     assert ran["candidate"]["kernels"] and ran["baseline"]["kernels"], ran
     sol = record["speed_of_light"]

@@ -232,8 +232,8 @@ LIGHT_TIMING = {"standard_trials": 1, "max_calls": 20, "timing_budget_s": 1.0}
 
 def run_one(case: Case, *, work_root: Path, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Evaluate one case; exceptions from the runner itself become a result with status "runner_exception"."""
-    if case.device == "cpu" and not timing_sensitive(case):
-        options = {**LIGHT_TIMING, **(options or {})}
+    if case.device == "cpu" and not timing_sensitive(case):  # a case's own options win over the light preset
+        options = {**{k: v for k, v in LIGHT_TIMING.items() if k not in case.options}, **(options or {})}
     started = time.monotonic()
     try:
         if case.kind == "abuse":
