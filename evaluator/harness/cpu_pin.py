@@ -17,12 +17,11 @@ cpu_contention.py.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from pathlib import Path
 from typing import IO
 
-from evaluator.harness.privileges import own_slots_dir, uid_slots_dir
+from evaluator.harness.privileges import lease_first_free, uid_slots_dir
 from evaluator.harness.sandbox import group_pids
 
 
@@ -36,21 +35,11 @@ class CpuLease:
 
     def acquire(self, allowed: set[int] | None = None) -> int | None:
         cpus = sorted(allowed if allowed is not None else os.sched_getaffinity(0))[1:]
-        if not cpus:
-            return None
-        own_slots_dir(self.slots_dir)
-        start = os.getpid() % len(cpus)  # spread concurrent evaluations; any free CPU will do
-        for step in range(len(cpus)):
-            cpu = cpus[(start + step) % len(cpus)]
-            fh = open(self.slots_dir / f"cpu-{cpu}.lock", "w")  # noqa: SIM115 - held until release()
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                fh.close()
-                continue
-            self._fh, self.cpu = fh, cpu
-            return cpu
-        return None
+        got = lease_first_free(self.slots_dir, [f"cpu-{cpu}.lock" for cpu in cpus]) if cpus else None
+        if got is not None:
+            self._fh, index = got
+            self.cpu = cpus[index]
+        return self.cpu
 
     def release(self) -> None:
         if self._fh is not None:

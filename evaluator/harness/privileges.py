@@ -70,6 +70,26 @@ def own_slots_dir(path: Path) -> None:
         raise RuntimeError(f"{path} is not a folder of this user's: cannot lease slots there")
 
 
+def lease_first_free(slots_dir: Path, names: list[str]) -> tuple[Any, int] | None:
+    """The flock of the first free file among `names` in a machine-wide slots folder (own_slots_dir), tried from a
+    point that spreads concurrent evaluations (any free one will do): (the open file, held until it is closed, and
+    its index in `names`), or None when every one is held."""
+    import fcntl
+
+    own_slots_dir(slots_dir)
+    start = os.getpid() % len(names) if names else 0
+    for step in range(len(names)):
+        index = (start + step) % len(names)
+        fh = open(slots_dir / names[index], "w")  # noqa: SIM115 - held until the caller closes it
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            continue
+        return fh, index
+    return None
+
+
 class UidLease:
     """One uid of the per-evaluation pool, held (an flock on its slot file) for as long as the evaluation runs, so
     two kernels evaluated at once never share a Unix user: neither can read, write or signal the other's files or
@@ -81,22 +101,12 @@ class UidLease:
         self.identity: Identity | None = None
 
     def acquire(self) -> Identity:
-        import fcntl
-
-        own_slots_dir(self.slots_dir)
-        start = os.getpid() % UID_SLOTS  # spread concurrent evaluations; any free slot will do
-        for step in range(UID_SLOTS):
-            slot = (start + step) % UID_SLOTS
-            fh = open(self.slots_dir / f"{slot}.lock", "w")  # noqa: SIM115 - held until release()
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                fh.close()
-                continue
-            self._fh = fh
-            self.identity = (UID_BASE + slot, UID_BASE + slot)
-            return self.identity
-        raise RuntimeError(f"all {UID_SLOTS} sandbox uids are in use")
+        got = lease_first_free(self.slots_dir, [f"{slot}.lock" for slot in range(UID_SLOTS)])
+        if got is None:
+            raise RuntimeError(f"all {UID_SLOTS} sandbox uids are in use")
+        self._fh, slot = got
+        self.identity = (UID_BASE + slot, UID_BASE + slot)
+        return self.identity
 
     def release(self) -> None:
         if self._fh is not None:
