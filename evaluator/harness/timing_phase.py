@@ -47,13 +47,12 @@ def run_timing(ctx: Context) -> None:
         except (OSError, RuntimeError) as exc:  # no slots folder: time unpinned, and say why
             why = str(exc)[:200]
     try:
-        _run_timing(ctx, cpu)
+        _run_timing(ctx, cpu, why)
     finally:
         lease.release()
-    ctx.record["timing"]["cpu"]["why"] = why
 
 
-def _run_timing(ctx: Context, cpu: int | None) -> None:
+def _run_timing(ctx: Context, cpu: int | None, why: str) -> None:
     started = time.monotonic()
     opts = ctx.opts
     ctx.timing_sets = _timing_sets(ctx)
@@ -99,7 +98,7 @@ def _run_timing(ctx: Context, cpu: int | None) -> None:
         pairs=[(p.times["tf32"], p.times["cand"]) for p in pairs],
     )
     describe_pairs(ctx.record, pairs, wanted=wanted, block_calls=block, skipped=skipped, opts=opts, host=host)
-    _describe_cpu(ctx, pairs, cpu)
+    _describe_cpu(ctx, pairs, cpu, why)
     if ctx.record["timing"].get("candidate_fresh_inputs") is not None:
         ctx.record["timing"]["candidate_fresh_inputs"]["rounds"] = fresh_rounds
     if paper is not None:
@@ -137,11 +136,11 @@ def pairs_disagree(pairs: list[PairSamples], agreement: float) -> bool:
     return ratios_disagree([(p.times["tf32"], p.times["cand"]) for p in pairs], agreement)
 
 
-def _describe_cpu(ctx: Context, pairs: list[PairSamples], cpu: int | None) -> None:
+def _describe_cpu(ctx: Context, pairs: list[PairSamples], cpu: int | None, why: str) -> None:
     """Where the workers were timed (timing.cpu) and the kernel's CPU time while the baseline was timed
     (timing.candidate_cpu); a kernel busy then fails timer integrity (candidate_cpu.py)."""
     timing = ctx.record["timing"]
-    timing["cpu"] = {"pinned": cpu, "threads_pinned": [p.pinned for p in pairs], "why": ""}  # why: run_timing
+    timing["cpu"] = {"pinned": cpu, "threads_pinned": [p.pinned for p in pairs], "why": why}
     base_cpu = sum(cpu_ms for p in pairs for cpu_ms, _ in p.busy.values())
     base_wall = sum(wall_ms for p in pairs for _, wall_ms in p.busy.values())
     timing["candidate_cpu"] = {
