@@ -11,7 +11,7 @@ evaluations timing on different GPUs of one machine never share one. The lowest 
 housekeeping land there. The orchestrator pins every thread of both workers' process groups from outside, after
 timing set-up (compilation and warm-up keep every CPU). A kernel may move its own threads elsewhere again; that
 only gives back the noise of an unpinned pair, and a kernel that crowds the baseline's CPU is caught by
-cpu_contention.py.
+candidate_cpu.py.
 """
 
 from __future__ import annotations
