@@ -291,7 +291,9 @@ BUNDLE_MAX_FILES = envint("BUNDLE_MAX_FILES", 2000)
 KERNEL_MAX_BYTES = envint("KERNEL_MAX_BYTES", 512 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = BUNDLE_MAX_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
-PROBLEM_SET_DEFAULT = os.getenv("PROBLEM_SET_DEFAULT", "kernelbench-main")
+# The problem set an upload (and a page) targets when it names none. Empty: the newest set with problems for the
+# upload hardware, the CPU-sized demo on a CPU (leaderboard.selectors.problem_sets.problem_set_default).
+PROBLEM_SET_DEFAULT = os.getenv("PROBLEM_SET_DEFAULT", "")
 
 # --- LLM judges -----------------------------------------------------------------------------------------------
 # A JSON list of {"name", "base_url", "model", "api_key_env"}: any OpenAI-compatible endpoint. Empty: no judge.

@@ -50,3 +50,22 @@ def board_request(query: Mapping[str, str]) -> BoardRequest:
         sort_key=sort_key,
         descending=descending,
     )
+
+
+def llm_board_request(query: Mapping[str, str], *, views: list[tuple[str, str, int]]) -> BoardRequest:
+    """An LLM page's request: what the query names, else a (hardware, problem set) that LLM has kernels on.
+
+    `views` are the LLM's (hardware, problem set, kernel count), as llm_result_views() gives them. The board's own
+    default comes first when the LLM has kernels there, then the LLM's views on the default hardware, then its
+    largest view: an LLM with only H200 results opens on them, never on an empty CPU board.
+    """
+    board = board_request(query)
+    if not views:
+        return board
+    asked_hw, asked_set = label_param(query.get("hardware")), short_text(query.get("problem_set"))
+    fitting = [v for v in views if (not asked_hw or v[0] == asked_hw) and (not asked_set or v[1] == asked_set)]
+    if not fitting or any(v[:2] == (board.hardware, board.problem_set) for v in fitting):
+        return board
+    default_hw = board.choices.default_hardware
+    hardware, problem_set, _ = max(fitting, key=lambda v: (v[0] == default_hw, v[2], v[0], v[1]))
+    return board_request({**query, "hardware": hardware, "problem_set": problem_set})

@@ -17,8 +17,8 @@ from django.views.decorators.http import require_GET, require_POST
 from catalogue.models import Problem
 from evaluator.services.degenerate import problem_degenerate_review
 from leaderboard import charts
-from leaderboard.board_request import board_request
-from leaderboard.selectors.pages import llm_page, problem_page
+from leaderboard.board_request import board_request, llm_board_request
+from leaderboard.selectors.pages import llm_page, llm_result_views, problem_page
 from leaderboard.selectors.ranking import (
     FAST_P,
     LEVELS,
@@ -189,9 +189,9 @@ def problem_degenerate(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 def llm_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    board = board_request(request.GET)
+    board = llm_board_request(request.GET, views=llm_result_views(pk=pk))
     version, hardware, problem_set, level = board.version, board.hardware, board.problem_set, board.level
-    page = llm_page(pk=pk, hardware=hardware, level=level, page=request.GET.get("page", 1))
+    page = llm_page(pk=pk, hardware=hardware, problem_set=problem_set, level=level, page=request.GET.get("page", 1))
     data = leaderboard_data(hardware=hardware, problem_set=problem_set, version=version)
     return render(
         request,

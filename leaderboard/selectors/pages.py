@@ -74,8 +74,22 @@ class LLMPage:
     kernels: Page  # of Evaluation rows (current, on the chosen hardware)
 
 
-def llm_page(*, pk: int, hardware: str, level: int | None = None, page: int | str = 1) -> LLMPage:
-    """An LLM, its submissions and one page of its kernels' current evaluations on one hardware kind."""
+def llm_result_views(*, pk: int) -> list[tuple[str, str, int]]:
+    """(hardware, problem set, kernels) for every view an LLM has current evaluations in."""
+    rows = (
+        Evaluation.objects.filter(kernel__llm_id=pk, is_current=True)
+        .values_list("hardware", "kernel__problem__problem_set")
+        .annotate(n=Count("kernel", distinct=True))
+        .order_by()
+    )
+    return [(hw, ps, n) for hw, ps, n in rows]
+
+
+def llm_page(
+    *, pk: int, hardware: str, problem_set: str | None = None, level: int | None = None, page: int | str = 1
+) -> LLMPage:
+    """An LLM, its submissions and one page of its kernels' current evaluations on one hardware kind (and, given
+    one, one problem set: the view the page's metrics are for)."""
     llm = get_object_or_404(LLM.objects.select_related("owner", "owner_group"), pk=pk)
     submissions = list(Submission.objects.filter(llm=llm).order_by("-created_at"))
     evaluations = (
@@ -83,6 +97,8 @@ def llm_page(*, pk: int, hardware: str, level: int | None = None, page: int | st
         .filter(kernel__llm=llm, is_current=True, hardware=hardware)
         .order_by("kernel__problem__level", "kernel__problem__problem_id", "kernel__sample")
     )
+    if problem_set:
+        evaluations = evaluations.filter(kernel__problem__problem_set=problem_set)
     if level:
         evaluations = evaluations.filter(kernel__problem__level=level)
     return LLMPage(llm, submissions, Paginator(evaluations, KERNELS_PER_PAGE).get_page(page))

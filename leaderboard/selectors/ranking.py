@@ -21,6 +21,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from evaluator.models import Evaluation
+from leaderboard.selectors.problem_sets import problem_set_default_among
 from leaderboard.selectors.ranking_cache import (  # noqa: F401  (leaderboard_cache_clear is this module's API too)
     board_version,
     cache_key,
@@ -68,14 +69,13 @@ def _compute_choices() -> BoardChoices:
     # Per hardware, the default set among those it has results for: a CPU demo beside loaded GPU results
     # (load_gpu_results, kernelbench-main on h200) opens on the demo, not on an empty (cpu, kernelbench-main) board,
     # and ?hardware=h200 on kernelbench-main.
-    default_sets = {hw: _default_set(sorted({s for h, s in pairs if h == hw})) for hw in hardware}
-    default_set = default_sets.get(default_hw) or _default_set(problem_sets)
+    # The choice is the upload default's (problem_set_default: the set with problems for that hardware), so a
+    # results fixture for a GPU never moves a CPU board, whichever set was loaded last.
+    default_sets = {
+        hw: problem_set_default_among(hardware=hw, sets=sorted({s for h, s in pairs if h == hw})) for hw in hardware
+    }
+    default_set = default_sets.get(default_hw) or problem_set_default_among(hardware=default_hw, sets=problem_sets)
     return BoardChoices(hardware, problem_sets, default_hw, default_set, default_sets)
-
-
-def _default_set(sets: list[str]) -> str:
-    default = settings.PROBLEM_SET_DEFAULT
-    return default if default in sets or not sets else sets[0]
 
 
 def leaderboard_data(*, hardware: str, problem_set: str, version: str | None = None) -> LeaderboardData:

@@ -77,8 +77,8 @@ def submission_create(
     `eval-<hardware>`) are sent only after it commits. Raises BundleError (with the per-file report) when nothing
     in the bundle can be evaluated or the bundle is unsafe; then nothing is stored.
     """
-    problem_set = (problem_set or problem_set_default()).strip()
     hardware = (hardware or settings.EVALUATOR_DEFAULT_HARDWARE).strip().lower()
+    problem_set = (problem_set or problem_set_default(hardware=hardware)).strip()
     if not HARDWARE_RE.match(hardware):
         raise BundleError(f"Invalid hardware label {hardware!r}: lowercase letters, digits, '.', '_' or '-'.")
     if hardware not in (labels := hardware_labels()):

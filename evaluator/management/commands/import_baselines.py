@@ -19,7 +19,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", type=Path)
         parser.add_argument("--hardware", required=True)
-        parser.add_argument("--problem-set", default=settings.PROBLEM_SET_DEFAULT)
+        parser.add_argument("--problem-set", default=settings.PROBLEM_SET_DEFAULT or "kernelbench-main")
         parser.add_argument(
             "--precisions", nargs="+", choices=sorted(PRECISIONS), default=sorted(PRECISIONS), help="only these columns"
         )

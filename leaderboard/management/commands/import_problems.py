@@ -19,7 +19,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", type=Path)
-        parser.add_argument("--problem-set", default=settings.PROBLEM_SET_DEFAULT, help="problem-set version label")
+        parser.add_argument(
+            "--problem-set",
+            default=settings.PROBLEM_SET_DEFAULT or "kernelbench-main",
+            help="problem-set version label",
+        )
 
     def handle(self, *args, path: Path, problem_set: str, **options) -> None:
         try:

@@ -109,7 +109,7 @@ class Command(BaseCommand):
         self.stdout.write(f"Cleared earlier synthetic data ({deleted} LLMs).")
 
     def _problems(self, count: int, jsonl: Path, rng: random.Random) -> list[Problem]:
-        problem_set = settings.PROBLEM_SET_DEFAULT
+        problem_set = settings.PROBLEM_SET_DEFAULT or "kernelbench-main"
         qs = Problem.objects.filter(problem_set=problem_set, core=True, is_latest=True, is_demo=False)
         if qs.count() < count:
             if not jsonl.exists():
@@ -177,7 +177,7 @@ class Command(BaseCommand):
             submission = Submission.objects.create(
                 llm=llm,
                 status=Submission.Status.DONE,
-                problem_set=settings.PROBLEM_SET_DEFAULT,
+                problem_set=settings.PROBLEM_SET_DEFAULT or "kernelbench-main",
                 hardware=hardware,
                 bundle_name="synthetic-demo",
                 bundle_format="synthetic",

@@ -1,0 +1,81 @@
+"""The view a page opens on: the problem set with problems for the deployment's upload hardware (a GPU results
+fixture never moves a CPU install), and an LLM page on a view that holds that LLM's kernels."""
+
+from __future__ import annotations
+
+import pytest
+
+from leaderboard.forms import SubmitForm
+from leaderboard.selectors.problem_sets import problem_set_default
+from tests.factories import ProblemFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def cpu_install_with_gpu_results(settings):
+    """`make run` on a CPU machine: the demo set, then the H200 fixture's full-size set (imported later)."""
+    settings.PROBLEM_SET_DEFAULT = ""
+    settings.EVALUATOR_DEFAULT_HARDWARE = "cpu"
+    settings.EVALUATOR_HARDWARE_LABELS = ["cpu"]
+    demo = [ProblemFactory(problem_set="demo", is_demo=True, level=1, problem_id=i) for i in (1, 2)]
+    main = [ProblemFactory(problem_set="kernelbench-main", level=1, problem_id=i) for i in (1, 2)]
+    return demo, main
+
+
+def test_a_gpu_fixture_never_changes_a_cpu_install_upload_default(cpu_install_with_gpu_results):
+    assert problem_set_default() == "demo"
+    assert problem_set_default(hardware="h200") == "kernelbench-main"
+    assert SubmitForm().fields["problem_set"].initial == "demo"
+
+
+def test_an_upload_naming_no_set_goes_to_the_set_for_its_hardware(cpu_install_with_gpu_results):
+    from leaderboard.services.submissions import submission_create
+    from tests.factories import KERNEL_SOURCE
+
+    submission = submission_create(
+        uploader=None, llm_name="m", filename="k.py", data=KERNEL_SOURCE.encode(), level=1, problem_id=1
+    )
+    assert submission.problem_set == "demo" and submission.hardware == "cpu"
+
+
+def test_an_explicit_setting_still_wins(cpu_install_with_gpu_results, settings):
+    settings.PROBLEM_SET_DEFAULT = "kernelbench-main"
+    assert problem_set_default() == "kernelbench-main"
+    settings.PROBLEM_SET_DEFAULT = "not-imported"  # a set with no problems: the hardware's set, not a dead default
+    assert problem_set_default() == "demo"
+
+
+def test_nothing_imported_names_the_set_an_import_would_make(settings):
+    settings.PROBLEM_SET_DEFAULT = ""
+    assert problem_set_default(hardware="cpu") == "demo"
+    assert problem_set_default(hardware="h200") == "kernelbench-main"
+
+
+def test_pages_open_on_the_cpu_demo_beside_gpu_results(client, add_sample, cpu_install_with_gpu_results):
+    demo, main = cpu_install_with_gpu_results
+    add_sample("demo-llm", demo[0], hardware="cpu")
+    add_sample("gpu-llm", main[0], hardware="h200")
+    add_sample("stray-llm", main[1], hardware="cpu")  # someone's full-size kernel judged on the CPU
+    assert client.get("/api/leaderboard/").json()["problem_set"] == "demo"
+    assert client.get("/api/leaderboard/").json()["hardware"] == "cpu"
+    assert client.get("/api/leaderboard/?hardware=h200").json()["problem_set"] == "kernelbench-main"
+    board = client.get("/").content.decode()
+    assert "Problem set <strong>demo</strong>" in board and "demo-llm" in board
+    compare = client.get("/compare/").content.decode()
+    assert '<option value="demo" selected>' in compare
+
+
+def test_an_llm_page_opens_on_a_view_with_its_kernels(client, add_sample, cpu_install_with_gpu_results):
+    demo, main = cpu_install_with_gpu_results
+    cpu_eval = add_sample("demo-llm", demo[0], hardware="cpu")
+    gpu_eval = add_sample("gpu-llm", main[0], hardware="h200")
+    add_sample("gpu-llm", main[1], sample=1, hardware="h200")
+    gpu_page = client.get(f"/llms/{gpu_eval.kernel.llm_id}/").content.decode()
+    assert "Metrics on h200 (kernelbench-main)" in gpu_page and "Kernels (2 on h200, kernelbench-main)" in gpu_page
+    assert "No evaluated kernels" not in gpu_page
+    # The board's link names the hardware only: the set is still one the LLM has kernels in.
+    linked = client.get(f"/llms/{gpu_eval.kernel.llm_id}/?hardware=h200").content.decode()
+    assert "Kernels (2 on h200, kernelbench-main)" in linked
+    demo_page = client.get(f"/llms/{cpu_eval.kernel.llm_id}/").content.decode()
+    assert "Kernels (1 on cpu, demo)" in demo_page and "No evaluated kernels" not in demo_page
