@@ -102,7 +102,8 @@ def _pick_evaluation(evaluations: list[Evaluation], evaluation_id: int | None) -
 
 def _flag_views(flags: list[AuditFlag], source: str) -> list[FlagView]:
     views = []
-    for flag in flags:
+    for flag in sorted(flags, key=flag_order):
+        rationale = " ".join((flag.rationale or "").split())
         items = flag.evidence if isinstance(flag.evidence, list) else []
         evidence = []
         for item in items:
@@ -110,11 +111,29 @@ def _flag_views(flags: list[AuditFlag], source: str) -> list[FlagView]:
                 continue
             quote = str(item.get("quote") or "")
             lines = parse_lines(item.get("lines")) or locate_quote(source, quote)
-            evidence.append(Evidence(lines=lines, quote=quote, why=str(item.get("why") or "")))
+            why = str(item.get("why") or "")
+            if rationale and " ".join(why.split()) == rationale:
+                why = ""
+            evidence.append(Evidence(lines=lines, quote=quote, why=why))
         views.append(FlagView(flag=flag, evidence=evidence))
     return views
 
+SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
+VERDICT_ORDER = {"hack": 0, "suspicious": 1, "info": 2, "clean": 3}
 
+
+def flag_order(flag: AuditFlag) -> tuple[int, int, bool]:
+    """Confirmed first, then by severity (high first), then hacks before suspicions before information."""
+    return (
+        flag.review_state != AuditFlag.Review.CONFIRMED,
+        SEVERITY_ORDER.get(flag.severity, 4),
+        VERDICT_ORDER.get(flag.verdict, 4),
+    )
+
+
+
+    """Each flag with its evidence, sorted by flag_order (stable: newest first within a rank). An evidence item's
+    `why` that repeats the flag's rationale is dropped, so each flag's text is said once."""
 def _timing(result: Record) -> tuple[list[tuple[str, dict]], dict, list[dict[str, Any]]]:
     timing = result.timing.to_dict()  # the named sides, then what this harness version added (wallclock, ...)
     rows = [(side, stats) for side, stats in timing.items() if isinstance(stats, dict)]

@@ -13,18 +13,23 @@ from evaluator.models import AuditFlag, Baseline, Evaluation
 from leaderboard.selectors.ranking import with_eligibility
 
 OPEN_REVIEW_STATES = (AuditFlag.Review.SUSPECTED, AuditFlag.Review.CORROBORATED)
-# An information- or low-level rule fires on nearly every kernel (all the demo kernels): only medium and above
-# earn the "flagged" badge in lists; the inspector still lists every flag.
+# An information- or low-level rule fires on nearly every kernel (all the demo kernels): only a suspicion or a hack
+# of medium severity and above earns the "flagged" badge in lists (`no_custom_kernel` is a medium-severity
+# *information*: policy, not fraud); the inspector still lists every flag.
 BADGE_SEVERITIES = (AuditFlag.Severity.MEDIUM, AuditFlag.Severity.HIGH)
+BADGE_VERDICTS = (AuditFlag.Verdict.SUSPICIOUS, AuditFlag.Verdict.HACK)
 KERNELS_PER_PAGE = 100
 
 
 def evaluations_with_verdicts() -> QuerySet[Evaluation]:
     """Evaluations annotated with `is_confirmed_hack`, `eligible` (the one rule) and `has_open_flag` (an unreviewed
-    flag of medium severity or above)."""
+    suspicion or hack of medium severity or above)."""
     open_flag = Exists(
         AuditFlag.objects.filter(
-            kernel_id=OuterRef("kernel_id"), review_state__in=OPEN_REVIEW_STATES, severity__in=BADGE_SEVERITIES
+            kernel_id=OuterRef("kernel_id"),
+            review_state__in=OPEN_REVIEW_STATES,
+            severity__in=BADGE_SEVERITIES,
+            verdict__in=BADGE_VERDICTS,
         )
     )
     return (
@@ -170,11 +175,25 @@ class CompareRow:
     b: Evaluation | None
 
     @property
+    def indistinct(self) -> bool:
+        """Both kernels count and their speedups' 95 % confidence intervals overlap: the measurement cannot tell
+        which is faster (two copies of one kernel timed on a busy CPU differ by noise alone)."""
+        if not (self.a and self.b and self.a.eligible and self.b.eligible):
+            return False
+        a_lo, a_hi = self.a.speedup_ci_low, self.a.speedup_ci_high
+        b_lo, b_hi = self.b.speedup_ci_low, self.b.speedup_ci_high
+        if None in (a_lo, a_hi, b_lo, b_hi):
+            return False  # no interval (imported figures): the point values decide
+        return a_lo <= b_hi and b_lo <= a_hi  # type: ignore[operator]
+
+    @property
     def winner(self) -> str:
-        """ "a" or "b" when only one is eligible, or both are and one is faster; "" otherwise."""
+        """ "a" or "b" when only one is eligible, or both are and one is distinguishably faster; "" otherwise."""
         a_ok, b_ok = bool(self.a and self.a.eligible), bool(self.b and self.b.eligible)
         if a_ok != b_ok:
             return "a" if a_ok else "b"
+        if self.indistinct:
+            return ""
         a_speedup = self.a.speedup if self.a else None
         b_speedup = self.b.speedup if self.b else None
         if a_ok and b_ok and a_speedup and b_speedup and a_speedup != b_speedup:
@@ -187,7 +206,7 @@ class ComparePage:
     a: LLM | None
     b: LLM | None
     rows: list[CompareRow]
-    wins: dict[str, int]  # "a", "b", "tie"
+    wins: dict[str, int]  # "a", "b", "indistinct" (both count, intervals overlap), "tie" (neither counts, or equal)
     correct: dict[str, int]  # problems with an eligible kernel, per side
 
 
@@ -196,7 +215,7 @@ def compare_page(*, a_pk: int | None, b_pk: int | None, hardware: str, problem_s
     a = LLM.objects.filter(pk=a_pk).first() if a_pk else None
     b = LLM.objects.filter(pk=b_pk).first() if b_pk else None
     if not (a and b):
-        return ComparePage(a, b, [], {"a": 0, "b": 0, "tie": 0}, {"a": 0, "b": 0})
+        return ComparePage(a, b, [], {"a": 0, "b": 0, "indistinct": 0, "tie": 0}, {"a": 0, "b": 0})
     evaluations = evaluations_with_verdicts().filter(
         kernel__llm__in=[a, b], is_current=True, hardware=hardware, kernel__problem__problem_set=problem_set
     )
@@ -210,10 +229,10 @@ def compare_page(*, a_pk: int | None, b_pk: int | None, hardware: str, problem_s
             names[key] = (problem.name, problem.pk)
     rows = [CompareRow(lv, pid, *names[(lv, pid)], best[(lv, pid)].get(a.pk), best[(lv, pid)].get(b.pk))
             for lv, pid in sorted(best)]  # fmt: skip
-    wins = {"a": 0, "b": 0, "tie": 0}
+    wins = {"a": 0, "b": 0, "indistinct": 0, "tie": 0}
     for row in rows:
-        if row.a and row.b:
-            wins[row.winner or "tie"] += 1
+        if row.a and row.b:  # a win only where the measurement tells the two apart
+            wins[row.winner or ("indistinct" if row.indistinct else "tie")] += 1
     correct = {
         "a": sum(1 for r in rows if r.a and r.a.eligible),
         "b": sum(1 for r in rows if r.b and r.b.eligible),

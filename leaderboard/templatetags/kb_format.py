@@ -7,6 +7,7 @@ not "0.00×"); a speedup whose 95 % interval spans more than a factor of two is 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,11 +91,35 @@ def sci(value: object) -> str:
 
 
 @register.filter
-def ms(value: object) -> str:
+def ms(value: object, like: object = None) -> str:
+    """A time in milliseconds, in µs below 0.1 ms. `like`: another time whose unit this one takes, so the figures of
+    one quantity (a side's median, IQR and mean) read in one unit: `{{ mean|ms:median }}`."""
     number = _num(value)
     if number is None:
         return DASH
-    return f"{significant(number * 1000)}\u202f\u00b5s" if number < 0.1 else f"{significant(number)}\u202fms"
+    unit_of = _num(like) if like is not None and _num(like) is not None else number
+    return f"{significant(number * 1000)}\u202f\u00b5s" if unit_of < 0.1 else f"{significant(number)}\u202fms"
+
+
+@register.filter
+def rel_error(d: object) -> str:
+    """A distribution's max relative error, never a misleading 0: the relative error skips elements whose reference
+    is 0, so a non-zero absolute error with a 0 relative one means every differing element had reference 0."""
+    rel, abs_ = _num(_attr(d, "max_rel_error")), _num(_attr(d, "max_abs_error"))
+    if rel is None:
+        return DASH
+    if rel == 0 and abs_:
+        return "n/a (reference 0 where it differs)"
+    return sci(rel)
+
+
+_E_NOTATION = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?e[+-]?\d+)(?=\s?[x\u00d7])")
+
+
+@register.filter
+def plain_numbers(text: object) -> str:
+    """Ratios in a harness message ('1e+03x its allowance') in the page's one form for them ('1000x')."""
+    return _E_NOTATION.sub(lambda m: significant(float(m.group(1))), str(text or ""))
 
 
 @register.filter
@@ -236,8 +261,12 @@ def readable(value: object) -> str:
         return DASH
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.4g}"
+    if isinstance(value, float):  # the page's one form for a number: no exponent unless it is huge or tiny
+        text = f"{value:.4g}"
+        if "e" in text and 1e-4 <= abs(value) < 1e9:  # 1234567.0 -> '1.235e+06' -> '1234567'
+            text = significant(value, 4)
+            text = text.rstrip("0").rstrip(".") if "." in text else text
+        return text
     if isinstance(value, dict):
         return "; ".join(f"{k}: {readable(v)}" for k, v in value.items()) or DASH
     if isinstance(value, list | tuple):

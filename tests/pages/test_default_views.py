@@ -79,3 +79,33 @@ def test_an_llm_page_opens_on_a_view_with_its_kernels(client, add_sample, cpu_in
     assert "Kernels (2 on h200, kernelbench-main)" in linked
     demo_page = client.get(f"/llms/{cpu_eval.kernel.llm_id}/").content.decode()
     assert "Kernels (1 on cpu, demo)" in demo_page and "No evaluated kernels" not in demo_page
+
+
+def test_compare_says_not_distinguishable_when_intervals_overlap(client, add_sample):
+    from tests.factories import LLMFactory
+
+    p1, p2, p3 = (ProblemFactory(level=1, problem_id=i) for i in (1, 2, 3))
+    # The same kernel timed twice on a busy CPU: 0.957x and 0.139x, but intervals that overlap.
+    a1 = add_sample("A", p1, speedup=0.957, speedup_ci_low=0.12, speedup_ci_high=1.1)
+    add_sample("B", p1, speedup=0.139, speedup_ci_low=0.1, speedup_ci_high=0.98)
+    add_sample("A", p2, speedup=2.0)  # 1.94-2.06 against 0.97-1.03: A is faster
+    add_sample("B", p2, speedup=1.0)
+    add_sample("A", p3, speedup=1.0)
+    add_sample("B", p3, speedup=1.0, correct=False)  # only A counts
+    a, b = a1.kernel.llm, LLMFactory(name="B")
+    html = " ".join(
+        client.get(f"/compare/?a={a.pk}&b={b.pk}&hardware=h200&problem_set=kernelbench-main").content.decode().split()
+    )
+    assert "A wins 2, B wins 0, 1 not distinguishable" in html
+    assert html.count("not distinguishable</span>") == 1
+    assert "<strong>0.957×</strong>" not in html and "<strong>2.00×</strong>" in html
+
+
+def test_the_api_root_lists_the_endpoints(client):
+    response = client.get("/api/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200 and response["Content-Type"].startswith("application/json")
+    body = response.json()
+    assert body["leaderboard"].endswith("/api/leaderboard/") and body["submissions"].endswith("/api/submissions/")
+    assert body["schema"].endswith("/api/schema/") and "submissions" in body["about"]
+    for key in ("llms", "problems", "kernels", "evaluations", "docs"):
+        assert client.get(body[key].replace("http://testserver", "")).status_code == 200

@@ -90,7 +90,7 @@ def test_inspector_shows_the_result_record(client, inspected):
     assert "1.50e-06" in html and "2.50e-01" in html and "2.00e+00" in html
     # Every check, timing, environment.
     assert "output_plain_tensor" in html and "wall clock 3.1x event time" in html
-    assert "baseline_tf32" in html and "0.500\u202fms" in html and "rse: 0.004" in html
+    assert "baseline_tf32" in html and "0.500\u202fms" in html and "<dt>rse</dt><dd>0.004</dd>" in html
     assert "NVIDIA H200" in html and "cuda_events" in html
 
 
@@ -215,7 +215,7 @@ def test_inspector_shows_the_process_pairs_of_a_short_problem(client, add_sample
     timing = {**RECORD["timing"], "pairs": pairs, "ci_method": "hierarchical bootstrap over 2 process pairs"}
     evaluation = add_sample("paired", ProblemFactory(level=2, problem_id=12), result={**RECORD, "timing": timing})
     html = get(client, evaluation)
-    assert "data-process-pairs" in html and "0.961×" in html and "1.040×" in html
+    assert "data-process-pairs" in html and "0.961×" in html and "1.04×" in html
     assert "hierarchical bootstrap over 2 process pairs" in html
     single = add_sample("single", ProblemFactory(level=2, problem_id=13), result=RECORD)
     assert "data-process-pairs" not in get(client, single)

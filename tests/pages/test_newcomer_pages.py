@@ -104,7 +104,7 @@ def test_compare_shows_two_llms_side_by_side(client, add_sample):
     assert "Matmul" in html and "Relu" in html
     assert "<strong>2.00" in html or "<strong>2.0" in html  # A's faster kernel is marked
     assert "Incorrect" in html
-    assert "A wins 1, B wins 1, 0 even" in " ".join(html.split())
+    assert "A wins 1, B wins 1, 0 not distinguishable" in " ".join(html.split())
 
 
 # --- error pages, nav, favicon, API docs ---------------------------------------------------------------------------
