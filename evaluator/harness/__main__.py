@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from evaluator.harness import reproduce, seeds
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.hardening import make_undumpable
 from evaluator.harness.orchestrator import evaluate
@@ -89,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile-cache", default="", help="directory for the kernel build cache")
     parser.add_argument("--work-root", default="", help="where private work directories are made")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=JSON", help="any harness option")
+    parser.add_argument(
+        "--seeds", default="", metavar="MASTER", help="re-run with a revealed master seed (64 hex digits)"
+    )
+    parser.add_argument(
+        "--compare", default="", metavar="RECORD.json", help="compare with a recorded verdict (its figures)"
+    )
     parser.add_argument("--spec", help=argparse.SUPPRESS)
     parser.add_argument("--channel-fd", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--go-fd", type=int, help=argparse.SUPPRESS)
@@ -105,6 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     for item in args.option:
         key, _, value = item.partition("=")
         options[key] = json.loads(value)
+    if args.seeds:
+        try:
+            options["seeds"] = seeds.check(args.seeds)
+        except ValueError as exc:
+            parser.error(str(exc))
     work = Path(tempfile.mkdtemp(prefix="kbv-eval-", dir=args.work_root or None))
     spec = Spec(
         problem_path=str(Path(args.problem).resolve()),
@@ -125,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         if not options.get("keep_workdir"):
             shutil.rmtree(work, ignore_errors=True)
     print(result_to_json(record) if args.json else _summary(record))  # type: ignore[arg-type]  # no standby: a dict
+    if args.compare and record is not None:
+        original = json.loads(Path(args.compare).read_text())
+        print(reproduce.report(original.get("result", original), record), file=sys.stderr if args.json else sys.stdout)
     return 0
 
 

@@ -7,12 +7,12 @@ so what each reads and writes is visible at its call site in orchestrator.py. st
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluator.harness import seeds as seeds_mod
 from evaluator.harness.clients import CandidateClient, Deadline, ReferenceClient
 from evaluator.harness.compile_cache import CacheEntry
 from evaluator.harness.launch import Folders, Workers
@@ -33,7 +33,10 @@ class Context:
     # set once the workers run (orchestrator.Evaluation.connect); no phase runs before
     ref: ReferenceClient = field(init=False)
     cand: CandidateClient = field(init=False)
-    seeds: list[int] = field(default_factory=list)  # every seed drawn, for the record's digest
+    seeds: list[int] = field(default_factory=list)  # every seed drawn
+    # Every seed derives from this one (seeds.py): the spec's `seeds` option (a reproduction) or a fresh one.
+    master_seed: str = ""
+    seed_draws: int = 0
     # runtime signals gathered over every call; verdict.py turns them into checks
     flags: dict[str, bool] = field(
         default_factory=lambda: {"plain": True, "alias": False, "unchanged": True, "shape_dtype": True}
@@ -54,6 +57,9 @@ class Context:
     fresh_base_times: list[float] = field(default_factory=list)
     fresh_times: list[float] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.master_seed = seeds_mod.check(self.opts.seeds) if self.opts.seeds else seeds_mod.draw()
+
     @property
     def device(self) -> str:
         return self.spec.device
@@ -65,8 +71,11 @@ class Context:
     def left(self) -> float:
         return self.deadline.left()
 
-    def seed(self) -> int:
-        value = secrets.randbits(62)  # SystemRandom; the candidate learns a seed only when its trial runs
+    def seed(self, label: str = "") -> int:
+        """The next secret seed; a labelled one (a correctness trial) is the same whatever was drawn before it, so
+        a reproduction from the master meets the same inputs. The candidate learns a seed only when it is used."""
+        self.seed_draws += 1
+        value = seeds_mod.derive(self.master_seed, label or f"n{self.seed_draws}")
         self.seeds.append(value)
         return value
 

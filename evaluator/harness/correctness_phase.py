@@ -91,7 +91,7 @@ def trial(
     ctx: Context, key: str, scale: float | str, tol: float, *, track_constant: bool = True, determinism: bool = False
 ) -> dict[str, Any]:
     """One trial: reference on inputs from a secret seed, the candidate on the same seed's inputs, comparison."""
-    seed = ctx.seed()
+    seed = ctx.seed(key)  # by label: a reproduction from the master seed meets this trial's inputs again
     made = ctx.ref.make_trial(key=key, seed=seed, scale=scale, track_constant=track_constant)
     if made.get("skipped"):
         return {"skipped": made["skipped"]}
@@ -176,7 +176,7 @@ def randomise(ctx: Context, seed: int | None = None) -> None:
     # Written by the clean side after kernel code ran, so never into a directory the kernel owns (a planted
     # symlink there would make the reference overwrite any file): a fresh directory of the orchestrator's own.
     params = ctx.folders.handoff / "params.pt"
-    ctx.params_seed = ctx.seed() if seed is None else seed
+    ctx.params_seed = ctx.seed("params") if seed is None else seed
     reply = ctx.ref.randomise(entries=floats, seed=ctx.params_seed, out_path=str(params))
     if reply["matched"]:  # the reference randomised all of its float entries, the candidate gets the matched ones
         ctx.cand.load_params(str(params))

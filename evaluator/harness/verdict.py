@@ -7,10 +7,10 @@ stdlib only, like the orchestrator: the verdict is made in the one process the c
 
 from __future__ import annotations
 
-import hashlib
 import time
 from typing import Any
 
+from evaluator.harness import seeds
 from evaluator.harness.context import Context
 from evaluator.harness.errors import CandidateFailed
 from evaluator.harness.protocol import (
@@ -157,7 +157,10 @@ def environment(ctx: Context) -> None:
         cudnn=info.get("cudnn"),
         python=info.get("python"),
         hardware=opts.hardware or info.get("device_name"),
-        seeds_digest=hashlib.sha256(",".join(map(str, ctx.seeds)).encode()).hexdigest(),
+        # The commitment to the master seed every secret seed derived from (seeds.py); the master goes to the site
+        # alone (RECORD_KEY, kept server-side until it is revealed), never into a published record.
+        seeds_digest=seeds.digest(ctx.master_seed),
+        seeds_scheme=seeds.SCHEME,
         kernel_sha256=ctx.kernel_sha,
         options={
             "quick": opts.quick,
@@ -172,5 +175,6 @@ def environment(ctx: Context) -> None:
             "half_precision": dict(HALF_PRECISION_TOLERANCE),
         },
     )
+    ctx.record[seeds.RECORD_KEY] = ctx.master_seed  # for the site's server-side store only (seeds.py)
     env.setdefault("precision_flags", None)  # filled by integrity() from both workers; null: no kernel call ran
     ctx.record["phases"]["total"] = round(time.monotonic() - ctx.deadline.start, 3)
