@@ -147,6 +147,9 @@ class Options:
     # Set (a folder the orchestrator may write): the profiled calls of "what ran" also write torch.profiler Chrome
     # traces, copied there as candidate-trace.json and baseline-trace.json (a staff profile request; CUDA only).
     profile_dir: str = ""
+    # Set (64 hex digits, seeds.py): every secret seed derives from this master seed instead of a fresh one; only a
+    # reproduction of a verdict whose seeds were revealed passes it (manage.py reproduce, --seeds).
+    seeds: str = ""
 
     @classmethod
     def build(cls, options: dict[str, Any] | None = None) -> Options:
@@ -164,9 +167,6 @@ class Options:
             opts.warmup_calls = 2
             opts.input_sets = 2
             opts.timing_budget_s = 1.0
-    # Set (64 hex digits, seeds.py): every secret seed derives from this master seed instead of a fresh one; only a
-    # reproduction of a verdict whose seeds were revealed passes it (manage.py reproduce, --seeds).
-    seeds: str = ""
             opts.rse_target = 0.02
             opts.process_pairs = 1  # fast; the two-pair path is asked for explicitly
             opts.launch_bound_pairs = 1
