@@ -31,6 +31,7 @@ class DeviceLock:
         self.turnstile_path = self.directory / f"{safe}.turnstile"
         self.device_path = self.directory / f"{safe}.lock"
         self.waited_s = 0.0  # total time spent waiting, so callers can move their deadlines
+        self._held: tuple[IO[str], IO[str]] | None = None  # (turnstile, device) while held exclusive
 
     def _open(self, path: Path) -> IO[str]:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -71,12 +72,30 @@ class DeviceLock:
             self._flock(gate, fcntl.LOCK_EX, deadline)  # new shared holders now queue behind us
             try:
                 self._flock(device, fcntl.LOCK_EX, deadline)  # and the current ones drain
+                self._held = (gate, device)
                 try:
                     yield
                 finally:
+                    self._held = None
                     fcntl.flock(device, fcntl.LOCK_UN)
             finally:
                 fcntl.flock(gate, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def released(self, deadline: float) -> Iterator[None]:
+        """Inside exclusive(): give the GPU back for a while (a new worker process pair starts: CPU work, torch
+        imports, CUDA contexts, none of it timing), then queue for it again like any timer (the wait counts in
+        waited_s). Other evaluations may time, or run correctness, meanwhile."""
+        if self._held is None:
+            raise RuntimeError("released() outside exclusive()")
+        gate, device = self._held
+        fcntl.flock(device, fcntl.LOCK_UN)
+        fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            self._flock(gate, fcntl.LOCK_EX, deadline)
+            self._flock(device, fcntl.LOCK_EX, deadline)
 
 
 @contextlib.contextmanager

@@ -47,6 +47,13 @@ class Evaluation:
             workers=self.workers,
         )
         self.closed = False
+        # What this evaluation holds of the GPU now: "none", "shared", "exclusive", or "released" (exclusive given
+        # back while a new process pair starts). Tracked whether or not a lock file is used (no gpu_lock_dir: every
+        # evaluation acts alone), so the record's phases say what ran under the exclusive hold either way.
+        self.lock_state = "none"
+        self._lock: DeviceLock | None = None
+        self._exclusive_since: float | None = None
+        self._exclusive_s = 0.0
 
     def run(self, ready: Callable[[], bool] | None = None) -> dict[str, Any] | None:
         """Evaluate; never raises for anything the candidate did (HarnessInfraError is the only way out).
@@ -114,7 +121,7 @@ class Evaluation:
 
     def _time_and_check(self) -> None:
         if should_time(self.ctx):
-            run_timing(self.ctx)
+            run_timing(self.ctx, outside_lock=self._outside_lock)
             self._launched_kernels()
         integrity(self.ctx, "at the end")
 
@@ -154,26 +161,93 @@ class Evaluation:
     @contextlib.contextmanager
     def _gpu(self, mode: str) -> Iterator[None]:
         """Share the GPU for correctness, own it for timing (see gpu_lock.py). Time spent queueing is added to the
-        deadline: it is not the kernel's time."""
+        deadline: it is not the kernel's time. With gpu_lock_dir set the lock is taken on CPU too (the device key
+        "cpu"): the tests exercise the same hold and release as a GPU machine.
+
+        The exclusive hold is accounted in the record's phases: `exclusive_s` (held), `exclusive_timing_s` (the
+        timed loops in it), `exclusive_other_s` (set-up, probes, re-checks, profiling: the rest), and
+        `pair_starts_under_exclusive_lock` (0: every later process pair started with the GPU given back)."""
         ctx = self.ctx
-        if mode == "none" or not (ctx.cuda and ctx.opts.gpu_lock_dir):
+        if mode == "none":
             yield
             return
-        lock = DeviceLock(ctx.opts.gpu_lock_dir, ctx.info.get("uuid") or ctx.info.get("device_name", "gpu"))
-        with contextlib.ExitStack() as stack:
-            try:
-                stack.enter_context((lock.shared if mode == "shared" else lock.exclusive)(ctx.deadline.at + 3600))
-            except LockTimeout as exc:
-                raise HarnessInfraError(str(exc)) from exc
-            ctx.deadline.extend(lock.waited_s)
-            phases = ctx.record["phases"]
-            phases["gpu_wait"] = round(phases.get("gpu_wait", 0.0) + lock.waited_s, 3)
-            ctx.emit({"event": "gpu_wait", "seconds": lock.waited_s})
-            if mode == "exclusive" and not self._shares_gpu():
-                # gigabyte tensors: the workers go before the lock does, their device memory with them (small
-                # evaluations exit after the release, so the next timer does not wait for two processes to end)
-                stack.callback(self._shutdown)
-            yield
+        self.lock_state = mode
+        if mode == "exclusive":
+            self._exclusive_since, self._exclusive_s = time.monotonic(), 0.0
+        try:
+            if not ctx.opts.gpu_lock_dir:
+                yield
+                return
+            key = ctx.info.get("uuid") or ctx.info.get("device_name") or ("gpu" if ctx.cuda else "cpu")
+            lock = DeviceLock(ctx.opts.gpu_lock_dir, key)
+            with contextlib.ExitStack() as stack:
+                try:
+                    stack.enter_context((lock.shared if mode == "shared" else lock.exclusive)(ctx.deadline.at + 3600))
+                except LockTimeout as exc:
+                    raise HarnessInfraError(str(exc)) from exc
+                if mode == "exclusive":
+                    self._lock, self._exclusive_since = lock, time.monotonic()  # held from here, not while queued
+                    stack.callback(setattr, self, "_lock", None)
+                self._waited(lock.waited_s)
+                if mode == "exclusive" and not self._shares_gpu():
+                    # gigabyte tensors: the workers go before the lock does, their device memory with them (small
+                    # evaluations exit after the release, so the next timer does not wait for two processes to end)
+                    stack.callback(self._shutdown)
+                yield
+        finally:
+            if mode == "exclusive":
+                self._account_exclusive()
+            self.lock_state = "none"
+
+    def _waited(self, seconds: float) -> None:
+        """Time queued for the GPU: moves the deadline, and is recorded (phases.gpu_wait)."""
+        ctx = self.ctx
+        ctx.deadline.extend(seconds)
+        phases = ctx.record["phases"]
+        phases["gpu_wait"] = round(phases.get("gpu_wait", 0.0) + seconds, 3)
+        ctx.emit({"event": "gpu_wait", "seconds": seconds})
+
+    def _pause_exclusive(self) -> None:
+        if self._exclusive_since is not None:
+            self._exclusive_s += time.monotonic() - self._exclusive_since
+            self._exclusive_since = None
+
+    def _account_exclusive(self) -> None:
+        """The exclusive hold's phases (see _gpu): what of it was timing loops, and what was not."""
+        self._pause_exclusive()
+        phases = self.ctx.record["phases"]
+        held = self._exclusive_s
+        loops = sum(v for k, v in phases.items() if k.startswith("timing_loop") and isinstance(v, int | float))
+        phases["exclusive_s"] = round(held, 3)
+        phases["exclusive_timing_s"] = round(min(loops, held), 3)
+        phases["exclusive_other_s"] = round(max(held - loops, 0.0), 3)
+        phases.setdefault("pair_starts_under_exclusive_lock", 0)
+
+    @contextlib.contextmanager
+    def _outside_lock(self) -> Iterator[str]:
+        """Around a new process pair's start (timing_phase): the exclusive hold is given back while the old pair
+        ends and the new one starts and warms up (torch import, CUDA context, the kernel re-imported from its
+        build), then taken again, queueing like any timer (the wait extends the deadline). Yields the hold the start
+        ran under ("released"; anything else would be counted in phases.pair_starts_under_exclusive_lock)."""
+        phases = self.ctx.record["phases"]
+        if self.lock_state != "exclusive":
+            yield self.lock_state
+            return
+        self._pause_exclusive()
+        self.lock_state = "released"
+        lock = self._lock
+        before = lock.waited_s if lock is not None else 0.0
+        try:
+            with lock.released(self.ctx.deadline.at + 3600) if lock is not None else contextlib.nullcontext():
+                yield "released"
+        except LockTimeout as exc:
+            raise HarnessInfraError(str(exc)) from exc
+        finally:
+            self.lock_state = "exclusive"
+            self._exclusive_since = time.monotonic()
+            phases.setdefault("pair_starts_under_exclusive_lock", 0)
+        if lock is not None:
+            self._waited(lock.waited_s - before)
 
     def _shutdown(self) -> None:
         if self.closed:

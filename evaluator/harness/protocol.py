@@ -134,6 +134,13 @@ class Options:
     # within pair_agreement by chance about one time in ten and their interval then misses; three cover 95 %
     # (benchmarks/pairs_coverage_sim.py, results in process-pairs-h200.md).
     launch_bound_pairs: int = 3
+    # Pairs that still disagree when no more may be run (max_process_pairs, or the time for more ran out): their
+    # speedups spread by more than unstable_agreement, the most deviant set aside from three pairs on. The record
+    # says `timing.unstable` (check timing_stable) and the figure is not ranked (timing_record.stability_check).
+    unstable_agreement: float = 0.05
+    # A pair's timed blocks also stop once its speedup's 95 % half-width (log scale, from both medians' robust
+    # errors) is at most ci_target: the calls buy the ratio's precision, not each side's (0: rse_target alone).
+    ci_target: float = 0.02
     # Blocks of short calls last at least target_block_ms on the orchestrator's clock (at most max_block_calls
     # calls), so the wall-clock cross-check's 2 ms-per-block allowance is a small fraction of a call.
     target_block_ms: float = 20.0

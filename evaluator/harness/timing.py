@@ -230,3 +230,129 @@ def calls_per_block(block_calls: int, wall_per_call_ms: float | None, target_ms:
     if not wall_per_call_ms or wall_per_call_ms <= 0 or target_ms <= 0:
         return block_calls
     return max(block_calls, min(cap, math.ceil(target_ms / wall_per_call_ms)))
+
+
+# --- The speedup's interval on the log scale ---------------------------------------------------------------------
+#
+# A speedup is a ratio: its error is multiplicative, and an interval computed on the ratio itself can reach 0 or
+# below (seen: 0.077 [0.000, 0.780]). Everything below works on log(baseline median / candidate median) per process
+# pair, so exp() of the interval is always above 0 and the interval is symmetric in log space: x / f to x * f.
+
+MEDIAN_EFFICIENCY = 1.2533  # standard error of a median of normal data / that of the mean, as sample sizes grow
+
+
+def pair_log_ratios(pairs: Sequence[Pair]) -> list[float]:
+    """log(median baseline / median candidate) of each process pair; a pair with a side empty or not above 0 is
+    left out (no log of it exists)."""
+    logs = []
+    for base, cand in pairs:
+        if base and cand:
+            b, c = statistics.median(base), statistics.median(cand)
+            if b > 0 and c > 0 and math.isfinite(b) and math.isfinite(c):
+                logs.append(math.log(b / c))
+    return logs
+
+
+def robust_log_ratio(logs: Sequence[float]) -> float | None:
+    """The point estimate: the median of the pairs' log speedups. From three pairs on, one deviant pair (a process
+    whose host ran slow, a neighbour's start-up) cannot move it past the other pairs; with two it is their
+    geometric mean (no estimator can tell which of two is the deviant: the pairs' disagreement says so instead)."""
+    return statistics.median(logs) if logs else None
+
+
+def within_pair_log_half_width(
+    base: Sequence[float], cand: Sequence[float], *, resamples: int = 2000, seed: int = 0
+) -> float | None:
+    """Half-width of the 95 % percentile bootstrap of one pair's log speedup, made symmetric: the larger of the two
+    distances from the pair's own log speedup (resampling each side's calls)."""
+    base = [t for t in base if t > 0]
+    cand = [t for t in cand if t > 0]
+    if len(base) < 2 or len(cand) < 2:
+        return None
+    rng = random.Random(seed)
+    point = math.log(statistics.median(base) / statistics.median(cand))
+    logs = sorted(
+        math.log(statistics.median(rng.choices(base, k=len(base))) / statistics.median(rng.choices(cand, k=len(cand))))
+        for _ in range(resamples)
+    )
+    low, high = logs[int(0.025 * (len(logs) - 1))], logs[int(0.975 * (len(logs) - 1))]
+    return max(point - low, high - point, 0.0)
+
+
+def analytic_log_half_width(base: Sequence[float], cand: Sequence[float]) -> float:
+    """1.96 x the standard error of log(median base / median candidate) from each side's robust relative error
+    (rse_median): what the adaptive loop stops on, without resampling. inf when a side has under two calls."""
+    return 1.96 * math.hypot(rse_median(base), rse_median(cand))
+
+
+def t975(df: int) -> float:
+    """Student's t, 97.5 % quantile (conservative between table entries)."""
+    if df < 2:
+        return 12.706
+    return _T975.get(df, 1.96 if df > 30 else 2.262)
+
+
+def log_ratio_interval(
+    pairs: Sequence[Pair], *, resamples: int = 2000, seed: int = 0
+) -> tuple[float, list[float], float, str] | None:
+    """The speedup, its 95 % interval, the interval's half-width in log space and how it was made, from the
+    process pairs' medians (None when no pair has both sides timed).
+
+    Point: exp(median of the pairs' log speedups) (robust_log_ratio).
+    Three pairs or more: the t-interval of the pairs' log speedups (k - 1 degrees of freedom), centred on that
+    point, its standard error scaled by MEDIAN_EFFICIENCY because the centre is a median; never narrower than what
+    the calls themselves allow (the pairs' median within-pair half-width / sqrt(k)), so three pairs that agree by
+    chance do not make an interval their calls cannot support.
+    One or two pairs: a bootstrap over each pair's calls on the log scale; the interval holds every pair's own
+    interval (the largest of |pair's log speedup - point| + its half-width), so two pairs that disagree get an
+    interval across both. Either way: [point / f, point * f] with f = exp(half-width) > 1, never 0 or below."""
+    kept = [(list(b), list(c)) for b, c in pairs if pair_log_ratios([(b, c)])]
+    logs = pair_log_ratios(kept)
+    point = robust_log_ratio(logs)
+    if point is None:
+        return None
+    k = len(logs)
+    if k >= 3:
+        between = t975(k - 1) * MEDIAN_EFFICIENCY * statistics.stdev(logs) / math.sqrt(k)
+        within = [analytic_log_half_width(b, c) for b, c in kept]
+        floor = statistics.median(within) / math.sqrt(k) if all(math.isfinite(w) for w in within) else 0.0
+        half = max(between, floor)
+        method = (
+            f"t-interval of {k} process pairs' log speedups around their median (t {t975(k - 1):.3g}, "
+            f"{k - 1} degrees of freedom), at least the calls' own precision"
+        )
+    else:
+        half = 0.0
+        for index, ((b, c), log) in enumerate(zip(kept, logs, strict=True)):
+            own = within_pair_log_half_width(b, c, resamples=resamples, seed=seed + index)
+            if own is None:  # a side with one call: the pair's ratio alone, no spread known
+                own = 0.0
+            half = max(half, abs(log - point) + own)
+        method = (
+            "bootstrap over calls on the log scale (one process pair)"
+            if k == 1
+            else f"bootstrap over calls on the log scale, holding each of the {k} process pairs' own intervals"
+        )
+    low, high = math.exp(point - half), math.exp(point + half)
+    return math.exp(point), [low, high], half, method
+
+
+def pairs_unstable(logs: Sequence[float], agreement: float) -> str:
+    """Why the process pairs cannot be stood behind ('' when they can): their log speedups spread by more than
+    log(1 + agreement), after setting aside the one farthest from their median when there are three or more (one
+    deviant pair is what the median already ignores)."""
+    if len(logs) < 2:
+        return ""
+    kept = list(logs)
+    if len(kept) >= 3:
+        centre = statistics.median(kept)
+        kept.remove(max(kept, key=lambda x: abs(x - centre)))
+    spread = max(kept) - min(kept)
+    if spread <= math.log1p(agreement):
+        return ""
+    ratios = ", ".join(f"{math.exp(x):.3g}" for x in logs)
+    aside = " (the most deviant set aside)" if len(logs) >= 3 else ""
+    return (
+        f"{len(logs)} process pairs' speedups ({ratios}) spread by {math.expm1(spread):.1%}{aside}, more than "
+        f"{agreement:.0%}"
+    )

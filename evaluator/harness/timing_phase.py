@@ -7,11 +7,14 @@ timing_record.py. stdlib only, like the orchestrator.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import secrets
 import statistics
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,21 +26,32 @@ from evaluator.harness.cpu_pin import CpuLease, pin_group
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.protocol import PAPER_LOOP_CALLS, VERIFIED_TOLERANCE, Options, set_check
 from evaluator.harness.setup_phase import handover, recompile
-from evaluator.harness.timing import calls_per_block, ratios_disagree, rse_median
+from evaluator.harness.timing import analytic_log_half_width, calls_per_block, ratios_disagree, rse_median
 from evaluator.harness.timing_record import (
     OuterBlocks,
     Samples,
     describe_pairs,
+    describe_precision,
     fill_timing_record,
     looks_like_replay,
+    stability_check,
 )
 from evaluator.harness.verdict import integrity
 
 MIN_ROUNDS = 4  # blocks per side before the loop may stop early (quick mode's 10 calls would be only 2)
 
+OutsideLock = Callable[[], AbstractContextManager[str]]
 
-def run_timing(ctx: Context) -> None:
-    """Timing, on one leased CPU for both workers when the device is CUDA (cpu_pin.py)."""
+
+@contextlib.contextmanager
+def _no_lock() -> Iterator[str]:
+    yield "none"
+
+
+def run_timing(ctx: Context, outside_lock: OutsideLock = _no_lock) -> None:
+    """Timing, on one leased CPU for both workers when the device is CUDA (cpu_pin.py). `outside_lock`
+    (orchestrator.Evaluation._outside_lock): entered around each later process pair's start, so no process starts
+    while the GPU is held exclusively; it yields the hold the start ran under."""
     lease = CpuLease()
     cpu, why = None, "not CUDA" if not ctx.cuda else "pin_timing_cpu off"
     if ctx.cuda and ctx.opts.pin_timing_cpu:
@@ -47,12 +61,12 @@ def run_timing(ctx: Context) -> None:
         except (OSError, RuntimeError) as exc:  # no slots folder: time unpinned, and say why
             why = str(exc)[:200]
     try:
-        _run_timing(ctx, cpu, why)
+        _run_timing(ctx, cpu, why, outside_lock)
     finally:
         lease.release()
 
 
-def _run_timing(ctx: Context, cpu: int | None, why: str) -> None:
+def _run_timing(ctx: Context, cpu: int | None, why: str, outside_lock: OutsideLock) -> None:
     started = time.monotonic()
     opts = ctx.opts
     ctx.timing_sets = _timing_sets(ctx)
@@ -62,6 +76,7 @@ def _run_timing(ctx: Context, cpu: int | None, why: str) -> None:
     host = host_fractions(pairs[0])
     wanted = pairs_wanted(pairs[0], host, opts)
     skipped = ""
+    starts: list[dict[str, Any]] = []
     while True:
         if len(pairs) >= wanted:
             if not (1 < wanted < opts.max_process_pairs and pairs_disagree(pairs, opts.pair_agreement)):
@@ -71,8 +86,14 @@ def _run_timing(ctx: Context, cpu: int | None, why: str) -> None:
             skipped = f"{wanted - len(pairs)} more process pairs skipped: under half the evaluation's time left"
             break
         step = time.monotonic()
-        _fresh_pair(ctx)
+        with outside_lock() as hold:  # the GPU given back while the old pair ends and the new one starts
+            _fresh_pair(ctx)
+            seconds = round(time.monotonic() - step, 3)
         ctx.phase(f"pair_{len(pairs) + 1}_start", step)
+        starts.append({"pair": len(pairs) + 1, "seconds": seconds, "gpu_hold": hold})
+        if hold == "exclusive":
+            phases = ctx.record["phases"]
+            phases["pair_starts_under_exclusive_lock"] = phases.get("pair_starts_under_exclusive_lock", 0) + 1
         _time_pair(ctx, seeds, pairs, block, cpu)
     step = time.monotonic()
     paper = _paper_loop(ctx) if opts.paper_loop else None
@@ -98,6 +119,10 @@ def _run_timing(ctx: Context, cpu: int | None, why: str) -> None:
         pairs=[(p.times["tf32"], p.times["cand"]) for p in pairs],
     )
     describe_pairs(ctx.record, pairs, wanted=wanted, block_calls=block, skipped=skipped, opts=opts, host=host)
+    ctx.record["timing"]["pair_starts"] = starts
+    ran_out = len(pairs) >= opts.max_process_pairs or bool(skipped)
+    stability_check(ctx.record, [(p.times["tf32"], p.times["cand"]) for p in pairs], ran_out=ran_out, opts=opts)
+    describe_precision(ctx.record, [p.stopped for p in pairs], opts)
     _describe_cpu(ctx, pairs, cpu, why)
     if ctx.record["timing"].get("candidate_fresh_inputs") is not None:
         ctx.record["timing"]["candidate_fresh_inputs"]["rounds"] = fresh_rounds
@@ -165,6 +190,7 @@ class PairSamples:
     host: Samples = field(default_factory=dict)  # side -> per-call host ms (CUDA; see host_fractions)
     busy: dict[str, list[float]] = field(default_factory=dict)  # baseline side -> [kernel's CPU ms, wall ms]
     pinned: dict[str, int] = field(default_factory=dict)  # worker -> threads pinned to the timing CPU
+    stopped: str = ""  # why its timed blocks stopped (see _timed_blocks)
 
 
 def _time_pair(
@@ -280,6 +306,7 @@ def _timed_blocks(ctx: Context, sides: list[str], input_sets: int, block: int, t
     rechecks: dict[str, dict[str, Any] | None] = {}  # timed output -> its re-check (None: not a plain tensor)
     forged: list[str] = []
     offset, rounds, budget_end = 0, 0, time.monotonic() + opts.timing_budget_s
+    stopped = ""
     kept_blocks = 0
     max_calls = max(opts.max_calls, MIN_ROUNDS * block)  # longer blocks: still MIN_ROUNDS of them
     prefix = tag.replace(" ", "_")
@@ -314,17 +341,27 @@ def _timed_blocks(ctx: Context, sides: list[str], input_sets: int, block: int, t
         rounds += 1
         n = len(times["cand"])
         if n >= max_calls:
+            stopped = f"max_calls ({n} calls)"
             break
         if n >= opts.min_calls and kept_blocks and rounds >= MIN_ROUNDS:
             # the medians' precision decides (the speedup is their ratio); the mean's RSE is still reported.
             # MIN_ROUNDS: the wall-clock cross-check compares per-block medians, which two blocks cannot give.
             if rse_median(times["cand"]) < opts.rse_target and rse_median(times["tf32"]) < opts.rse_target:
+                stopped = f"rse_target ({n} calls)"
+                break
+            # precise enough for the speedup itself: its interval's half-width from this pair's calls is within
+            # ci_target (one side may be noisier than rse_target if the other is well below it)
+            half = analytic_log_half_width(times["tf32"], times["cand"])
+            if opts.ci_target > 0 and math.expm1(half) <= opts.ci_target:
+                stopped = f"ci_target ({n} calls, half-width {math.expm1(half):.2%})"
                 break
             if time.monotonic() > budget_end:
+                stopped = f"timing_budget_s ({n} calls)"
                 break
         if ctx.left() < 0.1 * ctx.spec.timeout:
+            stopped = f"deadline ({n} calls)"
             break
-    return PairSamples(times, walls, outer, forged, rechecks, host, busy)
+    return PairSamples(times, walls, outer, forged, rechecks, host, busy, stopped=stopped)
 
 
 def _host_times(reply: dict[str, Any]) -> list[float]:

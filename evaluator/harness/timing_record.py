@@ -8,12 +8,20 @@ stdlib only, like the orchestrator: this runs in the process whose clock and che
 
 from __future__ import annotations
 
+import math
 import secrets
 import statistics
 from typing import Any
 
 from evaluator.harness.protocol import EXCESSIVE_SPEEDUP, Options, set_check
-from evaluator.harness.timing import Pair, bootstrap_ratio_ci, hierarchical_ratio_ci, pooled_ratio, summarise
+from evaluator.harness.timing import (
+    Pair,
+    log_ratio_interval,
+    pair_log_ratios,
+    pairs_unstable,
+    pooled_ratio,
+    summarise,
+)
 
 Samples = dict[str, list[float]]  # side ("cand", "tf32", "fp32", "compile") -> per-call ms
 OuterBlocks = dict[str, list[tuple[float, float, int]]]  # side -> per block (orchestrator wall ms, reported ms, calls)
@@ -89,19 +97,19 @@ def summarise_sides(timing: dict[str, Any], times: Samples, setup: dict[str, Any
 def compute_speedups(
     record: dict[str, Any], times: Samples, c_med: float, opts: Options, pairs: list[Pair] | None = None
 ) -> None:
-    """Median-over-median speedups against each baseline (medians of the calls pooled over process pairs), and a
-    bootstrap interval for the tf32 one (the headline figure): over calls with one process pair, over pairs then
-    calls with several (timing.hierarchical_ratio_ci). The bootstrap seed is secret so the interval cannot be
-    anticipated; quick runs resample less."""
+    """The headline speedup (TF32 baseline) and its interval on the log scale from the process pairs' medians
+    (timing.log_ratio_interval): exp(median of the pairs' log speedups), which one deviant pair cannot move from
+    three pairs on, and an interval [x / f, x * f] that never reaches 0. With one pair that is the ratio of its
+    medians and a bootstrap over its calls. The other speedups are ratios of medians pooled over the pairs. The
+    bootstrap seed is secret so the interval cannot be anticipated; quick runs resample less."""
     timing = record["timing"]
     resamples = 500 if opts.quick else 2000
     record["speedup"] = timing["baseline_tf32"]["median_ms"] / c_med
-    if pairs and len(pairs) > 1:
-        record["speedup_ci"] = hierarchical_ratio_ci(pairs, resamples=resamples, seed=secrets.randbits(32))
-    else:
-        record["speedup_ci"] = bootstrap_ratio_ci(
-            times["tf32"], times["cand"], resamples=resamples, seed=secrets.randbits(32)
-        )
+    record["speedup_ci"] = None
+    made = log_ratio_interval(pairs or [(times["tf32"], times["cand"])], resamples=resamples, seed=secrets.randbits(32))
+    if made is not None:
+        record["speedup"], record["speedup_ci"], half, timing["ci_method"] = made
+        timing["ci_half_width"] = math.expm1(half)  # the interval is [speedup / (1 + this), speedup * (1 + this)]
     record["speedup_fp32"] = timing["baseline_fp32"]["median_ms"] / c_med
     if "compile" in times:
         record["speedup_compile"] = timing["baseline_compile"]["median_ms"] / c_med
@@ -274,13 +282,6 @@ def describe_pairs(
             }
         )
     timing["pairs"] = rows
-    if len(pairs) > 1:
-        method = f"hierarchical bootstrap over {len(pairs)} process pairs, then calls (pooled medians)"
-        if len(pairs) > 2:
-            method += ", widened to the 95 % t-interval of the pairs' own speedups"
-    else:
-        method = "bootstrap over calls (one process pair)"
-    timing["ci_method"] = method
     host = host or {}
     timing["host_fraction"] = {
         "baseline_tf32": host.get("tf32"),
@@ -293,3 +294,40 @@ def describe_pairs(
         f"{opts.pairs_below_ms:g} ms: {opts.process_pairs} pairs; either way up to {opts.max_process_pairs} while "
         f"their speedups spread by more than {opts.pair_agreement:.0%}; else 1); {skipped or f'{len(pairs)} run'}"
     )
+
+
+def stability_check(record: dict[str, Any], pairs: list[Pair], *, ran_out: bool, opts: Options) -> None:
+    """`timing.unstable`: the process pairs still disagree when no more may be run (max_process_pairs reached, or
+    the time for more ran out): their speedups spread by more than opts.unstable_agreement, the most deviant set
+    aside from three pairs on (timing.pairs_unstable). Such a figure is recorded but not ranked
+    (evaluator/selectors/eligibility.py); the check `timing_stable` says why. Not a rejection: nothing says the
+    kernel cheated, only that its speed depends on the process it runs in more than the harness can pin down."""
+    timing = record["timing"]
+    logs = pair_log_ratios(pairs)
+    reason = pairs_unstable(logs, opts.unstable_agreement) if ran_out else ""
+    timing["unstable"] = bool(reason)
+    if reason:
+        timing["unstable_reason"] = f"timing unstable: {reason} after {len(logs)} process pairs"
+        set_check(record, "timing_stable", False, timing["unstable_reason"])
+    elif len(logs) > 1:
+        set_check(
+            record,
+            "timing_stable",
+            True,
+            f"{len(logs)} process pairs' speedups within {opts.unstable_agreement:.0%} of each other"
+            + (" (the most deviant set aside)" if len(logs) >= 3 else "")
+            + ("" if ran_out else ", or agreeing before the last pair allowed"),
+        )
+
+
+def describe_precision(record: dict[str, Any], stopped: list[str], opts: Options) -> None:
+    """How precise the speedup came out against the target (`timing.precision`), and why each pair's timed blocks
+    stopped: a target met early saves GPU time, a budget or call cap reached says the spread needed more."""
+    timing = record["timing"]
+    half = timing.get("ci_half_width")
+    timing["precision"] = {
+        "ci_target": opts.ci_target,
+        "ci_half_width": half,
+        "met": None if half is None or opts.ci_target <= 0 else half <= opts.ci_target,
+        "pairs_stopped_by": stopped,
+    }

@@ -19,14 +19,26 @@ def confirmed_hack_exists() -> Exists:
 def eligibility_q() -> Q:
     """Conditions on Evaluation rows (annotated with `is_confirmed_hack`) that make a kernel count in rankings:
     the latest finished evaluation passed the verified gate, its problem is active and not marked degenerate
-    (evaluator.services.degenerate), and it is no confirmed hack."""
-    return Q(
-        is_current=True,
-        status=Evaluation.Status.DONE,
-        correct=True,
-        kernel__problem__active=True,
-        is_confirmed_hack=False,
-    ) & ~Q(kernel__problem__degenerate__in=DEGENERATE)
+    (evaluator.services.degenerate), it is no confirmed hack, and its timing is not unstable (the harness's
+    process pairs still disagreed after the most it may run: `timing.unstable` in the record, a figure it cannot
+    stand behind; records without the key predate the rule and count)."""
+    return (
+        Q(
+            is_current=True,
+            status=Evaluation.Status.DONE,
+            correct=True,
+            kernel__problem__active=True,
+            is_confirmed_hack=False,
+        )
+        & ~Q(kernel__problem__degenerate__in=DEGENERATE)
+        & timing_stable_q()
+    )
+
+
+def timing_stable_q() -> Q:
+    """The record's `timing.unstable` is absent or false (written positively: a negated JSON key lookup would
+    also drop the rows that lack the key)."""
+    return Q(result__timing__unstable__isnull=True) | Q(result__timing__unstable=False)
 
 
 def ranked_evaluations(*, hardware: str | None = None) -> QuerySet[Evaluation]:

@@ -1,0 +1,30 @@
+"""A figure the harness cannot stand behind (`timing.unstable`: process pairs that still disagreed after the most it
+may run) stays in the record and the inspector, and leaves the rankings; records without the key still count."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluator.selectors.eligibility import ranked_evaluations
+from tests.factories import EvaluationFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _with_timing(timing: dict | None) -> int:
+    evaluation = EvaluationFactory()
+    result = dict(evaluation.result)
+    result["timing"] = timing
+    evaluation.result = result
+    evaluation.save(update_fields=["result"])
+    return evaluation.pk
+
+
+def test_unstable_timing_is_not_ranked_and_stable_or_older_records_are():
+    unstable = _with_timing({"unstable": True, "unstable_reason": "timing unstable: 4 process pairs' speedups ..."})
+    stable = _with_timing({"unstable": False})
+    older = _with_timing({"method": "cuda_event"})  # before the rule: no key
+    no_timing = _with_timing(None)
+    ranked = set(ranked_evaluations().values_list("pk", flat=True))
+    assert unstable not in ranked
+    assert {stable, older, no_timing} <= ranked
