@@ -28,6 +28,8 @@ install: $(BIN)/activate
 		  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; }; } || \
 		echo "sandbox: bubblewrap (bwrap) is not installed and could not be installed here"
 	@$(BIN)/python -m evaluator.harness.privileges --open
+	@# The command-line client as `.venv/bin/kbv` (pyproject.toml packages only client/; no download)
+	@$(BIN)/pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || echo "kbv: client not installed"
 	@$(BIN)/python -m evaluator.harness.namespaces || true
 
 migrate: install

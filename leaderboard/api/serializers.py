@@ -137,6 +137,8 @@ class SubmissionCreatedSerializer(serializers.Serializer):
     page_url = serializers.URLField(help_text="The submission's web page.")
     status = serializers.CharField()
     kernel_count = serializers.IntegerField()
+    problem_set = serializers.CharField(help_text="The set the kernels are judged against (default: by hardware).")
+    hardware = serializers.CharField()
     report = BundleReportItemSerializer(many=True)
     duplicate = serializers.BooleanField(
         help_text="True (HTTP 200): these kernels were already uploaded for this LLM, problem set and hardware; "

@@ -116,7 +116,7 @@ class SubmissionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         except LLMOwnershipError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
         out = serializers.SubmissionSerializer(submission, context={"request": request}).data
-        body = {key: out[key] for key in ("id", "url", "page_url", "status", "kernel_count")}
+        body = {key: out[key] for key in ("id", "url", "page_url", "status", "kernel_count", "problem_set", "hardware")}
         body["report"] = submission.report
         body["duplicate"] = submission.duplicate
         if submission.duplicate:
