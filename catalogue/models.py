@@ -11,6 +11,9 @@ class LLM(models.Model):
     """A language model whose kernels are evaluated. (Never called "Model": that name belongs to KernelBench.)"""
 
     name = models.CharField(max_length=200, unique=True)
+    # The form look-alike names share (catalogue.names.name_skeleton: NFKC, case, confusables, invisible characters
+    # removed): a new name whose skeleton is taken is refused, naming the entry that has it.
+    name_skeleton = models.CharField(max_length=200, blank=True, db_index=True)
     organisation = models.CharField(max_length=200, blank=True)
     notes = models.TextField(blank=True)
     # Who may upload under this LLM (selectors/llms.py: llm_can_upload): the owner, members of the owner group,
@@ -167,6 +170,9 @@ class Kernel(models.Model):
     sample = models.PositiveIntegerField(default=0)
     source = models.TextField()
     sha256 = models.CharField(max_length=64, db_index=True)
+    # The source with comments, docstrings and formatting normalised away (catalogue.fingerprints): trivial
+    # variants share it, so the duplicate check and the board count them as one kernel.
+    fingerprint = models.CharField(max_length=64, blank=True, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -191,9 +191,13 @@ AUTH_PASSWORD_VALIDATORS = [
 # out for LOGIN_COOLOFF_MINUTES (HTTP 429, even with the right password); a successful login resets the count.
 # Attempts are rows in the database, so every web process sees them.
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
-AXES_FAILURE_LIMIT = envint("LOGIN_FAILURE_LIMIT", 10)
+# LOGIN_ADDRESS_FAILURE_LIMIT wrong passwords from one address, whatever the usernames, lock the address out too
+# (one password tried on many usernames); AXES_FAILURE_LIMIT picks the limit that applies to each attempt.
+LOGIN_FAILURE_LIMIT = envint("LOGIN_FAILURE_LIMIT", 10)
+LOGIN_ADDRESS_FAILURE_LIMIT = envint("LOGIN_ADDRESS_FAILURE_LIMIT", 30)
+AXES_FAILURE_LIMIT = "leaderboard.api.throttles.login_failure_limit"
 AXES_COOLOFF_TIME = timedelta(minutes=envint("LOGIN_COOLOFF_MINUTES", 30))
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
 AXES_CLIENT_IP_CALLABLE = "leaderboard.api.throttles.client_ip"  # the throttles' address (NUM_PROXIES)
@@ -202,6 +206,12 @@ LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
 # Self-service sign-up (/accounts/signup/) is open; with True, new accounts stay inactive until staff activate them.
 SIGNUP_REQUIRES_APPROVAL = envbool("SIGNUP_REQUIRES_APPROVAL", "False")
+
+# Compute budget per account and per LLM over a rolling 24 hours (evaluator.selectors.budget); staff raise it per
+# account or LLM in the admin (Compute budgets). Enough for a full KernelBench run (250 problems x 4 samples).
+BUDGET_KERNELS_PER_DAY = envint("BUDGET_KERNELS_PER_DAY", 1000)
+BUDGET_GPU_SECONDS_PER_DAY = envint("BUDGET_GPU_SECONDS_PER_DAY", 50_000)
+BUDGET_QUEUED_MAX = envint("BUDGET_QUEUED_MAX", 1000)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -272,6 +282,8 @@ EVALUATOR_HEARTBEAT_INTERVAL = envint("EVALUATOR_HEARTBEAT_INTERVAL", 10)
 EVALUATOR_HEARTBEAT_STALE = envint("EVALUATOR_HEARTBEAT_STALE", 60)
 EVALUATOR_ENQUEUE_STALE = envint("EVALUATOR_ENQUEUE_STALE", 60)
 EVALUATOR_QUEUED_STALE = envint("EVALUATOR_QUEUED_STALE", 1800)
+# A lost queue: the reaper re-sends queued rows sent longer ago than this when their broker queue is empty.
+EVALUATOR_LOST_QUEUE_AFTER = envint("EVALUATOR_LOST_QUEUE_AFTER", 120)
 EVALUATOR_WORK_DIR = Path(os.getenv("EVALUATOR_WORK_DIR", VAR_DIR / "work"))
 EVALUATOR_COMPILE_CACHE_DIR = Path(os.getenv("EVALUATOR_COMPILE_CACHE_DIR", VAR_DIR / "compile-cache"))
 EVALUATOR_PYTHON = os.getenv("EVALUATOR_PYTHON", "")  # interpreter for the harness; default: this one
@@ -328,6 +340,7 @@ REST_FRAMEWORK = {
         "anon": os.getenv("API_THROTTLE_ANON", "600/minute"),
         "user": os.getenv("API_THROTTLE_USER", "3000/minute"),
         "submissions": os.getenv("API_THROTTLE_SUBMISSIONS", "60/hour"),
+        "signup": os.getenv("SIGNUP_THROTTLE", "5/hour"),  # accounts made per address (the sign-up page)
     },
 }
 SPECTACULAR_SETTINGS = {

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from evaluator.admin_actions import rerun_evaluations
-from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
+from evaluator.models import AuditFlag, Baseline, ComputeBudget, DistributionResult, Evaluation
 
 
 class DistributionResultInline(admin.TabularInline):
@@ -36,3 +36,13 @@ class AuditFlagAdmin(admin.ModelAdmin):
     list_display = ["kernel", "source", "source_name", "verdict", "severity", "review_state", "created_at"]
     list_filter = ["source", "verdict", "severity", "review_state"]
     raw_id_fields = ["kernel", "reviewed_by"]
+
+
+@admin.register(ComputeBudget)
+class ComputeBudgetAdmin(admin.ModelAdmin):
+    """Staff raise (or cut) the compute budget of one account or one LLM; a blank limit keeps the default setting
+    (BUDGET_KERNELS_PER_DAY, BUDGET_GPU_SECONDS_PER_DAY, BUDGET_QUEUED_MAX)."""
+
+    list_display = ["__str__", "kernels_per_day", "gpu_seconds_per_day", "queued_max", "note", "updated_at"]
+    search_fields = ["user__username", "llm__name", "note"]
+    raw_id_fields = ["user", "llm"]

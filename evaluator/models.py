@@ -53,6 +53,9 @@ class Evaluation(models.Model):
     memory_ratio = models.FloatField(null=True, blank=True)
     candidate_ms = models.FloatField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # What this evaluation cost, charged to its uploader's and LLM's compute budget (evaluator.selectors.budget):
+    # the harness's own total (phases) less its wait for the GPU lock, else the attempt's wall time.
+    harness_seconds = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["-queued_at"]
@@ -234,3 +237,34 @@ class ProfileRequest(models.Model):
 
     def __str__(self) -> str:
         return f"profile #{self.pk} of evaluation {self.evaluation_id} ({self.status})"
+
+
+class ComputeBudget(models.Model):
+    """Staff's per-account or per-LLM raise (or cut) of the compute budget (evaluator.selectors.budget). A blank
+    limit means the default setting (BUDGET_KERNELS_PER_DAY, BUDGET_GPU_SECONDS_PER_DAY, BUDGET_QUEUED_MAX)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="compute_budget"
+    )
+    llm = models.OneToOneField(
+        "leaderboard.LLM", null=True, blank=True, on_delete=models.CASCADE, related_name="compute_budget"
+    )
+    kernels_per_day = models.PositiveIntegerField(null=True, blank=True, help_text="Kernels uploaded per 24 hours.")
+    gpu_seconds_per_day = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Harness seconds used per 24 hours."
+    )
+    queued_max = models.PositiveIntegerField(null=True, blank=True, help_text="Kernels queued or running at once.")
+    note = models.CharField(max_length=500, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(user__isnull=False, llm__isnull=True)
+                | models.Q(user__isnull=True, llm__isnull=False),
+                name="computebudget_one_subject",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"compute budget of {self.user or self.llm}"

@@ -49,6 +49,17 @@ class SpeedupView:
     ci_high: float | None = None
 
 
+@dataclass(frozen=True)
+class FoldedKernel:
+    """One upload folded together with the inspected kernel, with its current evaluation's speedup."""
+
+    kernel_id: int
+    submission_id: int
+    sample: int
+    speedup: float | None
+    status: str
+
+
 @dataclass
 class KernelInspection:
     kernel: Kernel
@@ -74,6 +85,9 @@ class KernelInspection:
     stored_compile: Any = None  # evaluator.selectors.compile_baseline.StoredCompile, or None
     profiles: list[ProfileRequest] = field(default_factory=list)  # staff profile requests of this evaluation
     profile_unavailable: str = ""  # why a torch.profiler trace cannot be taken here ("" when it can)
+    # Other uploads of the same code (same fingerprint: only comments, docstrings or formatting differ) by this LLM
+    # for this problem: the board folds them with this one into one kernel, their median (ranking_compute).
+    folded: list[FoldedKernel] = field(default_factory=list)
 
     @property
     def faster_than_light(self) -> bool:
@@ -242,7 +256,29 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None, staff
         stored_compile=stored_compile,
         profiles=list(ProfileRequest.objects.filter(evaluation=evaluation)) if evaluation and staff else [],
         profile_unavailable=profile_tool_unavailable(evaluation) if evaluation else "",
+        folded=kernels_folded_with(kernel=kernel, hardware=evaluation.hardware if evaluation else None),
     )
+
+
+def kernels_folded_with(*, kernel: Kernel, hardware: str | None) -> list[FoldedKernel]:
+    """The LLM's other kernels for this problem with the same source fingerprint (one query), oldest first, each
+    with its current evaluation on `hardware`."""
+    if not kernel.fingerprint:
+        return []
+    rows = (
+        Kernel.objects.filter(llm_id=kernel.llm_id, problem_id=kernel.problem_id, fingerprint=kernel.fingerprint)
+        .exclude(pk=kernel.pk)
+        .order_by("created_at", "pk")
+        .values_list("pk", "submission_id", "sample")
+    )
+    rows = list(rows[:100])
+    current = {
+        kernel_id: (speedup, status)
+        for kernel_id, speedup, status in Evaluation.objects.filter(
+            kernel_id__in=[pk for pk, _, _ in rows], is_current=True, hardware=hardware
+        ).values_list("kernel_id", "speedup", "status")
+    }
+    return [FoldedKernel(pk, submission_id, sample, *current.get(pk, (None, ""))) for pk, submission_id, sample in rows]
 
 
 def _side_by_side(launched: dict[str, Any] | None) -> list[tuple[dict | None, dict | None]]:

@@ -27,6 +27,14 @@ class LLMAdmin(admin.ModelAdmin):
     list_filter = ["owner_group"]
     search_fields = ["name", "organisation", "owner__username"]
     raw_id_fields = ["owner"]
+    exclude = ["name_skeleton"]
+
+    def save_model(self, request, obj, form, change) -> None:
+        from catalogue.names import name_skeleton, name_visible
+
+        obj.name = name_visible(obj.name)
+        obj.name_skeleton = name_skeleton(obj.name)[:200]  # look-alike names are compared on it
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(ApiToken)

@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from leaderboard.api.throttles import signup_allowed
 from leaderboard.services.accounts import user_sign_up
 
 
@@ -19,6 +20,11 @@ def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("leaderboard:account")
     form = UserCreationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid() and not signup_allowed(request):
+        # Counted per address in the shared throttle cache (SIGNUP_THROTTLE): no burst of throwaway accounts.
+        form.add_error(None, "Too many accounts made from this address: try again in an hour.")
+        context = {"form": form, "approval": settings.SIGNUP_REQUIRES_APPROVAL}
+        return render(request, "registration/signup.html", context, status=429)
     if request.method == "POST" and form.is_valid():
         user = user_sign_up(username=form.cleaned_data["username"], password=form.cleaned_data["password1"])
         if not user.is_active:

@@ -12,6 +12,7 @@ from catalogue.models import Submission
 from leaderboard.api.throttles import upload_allowed
 from leaderboard.bundles import BundleError
 from leaderboard.forms import SubmitForm
+from leaderboard.selectors.budget import budget_overview
 from leaderboard.selectors.submissions import submission_list, submission_progress, submission_results_csv
 from leaderboard.selectors.tokens import api_token_for
 from leaderboard.services.llms import LLMOwnershipError
@@ -85,5 +86,6 @@ def account(request: HttpRequest) -> HttpResponse:
         "token": api_token_for(user=request.user),
         "new_key": new_key,
         "submissions": submission_list().filter(uploader=request.user)[:50],
+        "budget": budget_overview(user=request.user),
     }
     return render(request, "leaderboard/account.html", context)

@@ -245,6 +245,7 @@ def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool
         if updated != 1:
             log.warning("evaluation %s: result of a stale attempt ignored", evaluation.pk)
             return False
+            harness_seconds=harness_seconds(evaluation=evaluation, phases=result.phases),
         _store_distributions(evaluation, result.distributions)
         _store_baselines(evaluation, result)
         _count_finished(evaluation, correct=correct)
@@ -259,6 +260,24 @@ def _store_distributions(evaluation: Evaluation, distributions: list[Distributio
     for item in distributions:
         if item.name not in DistributionResult.Name.values:
             continue
+def harness_seconds(*, evaluation: Evaluation, phases: dict[str, Any] | None = None) -> float:
+    """What one attempt cost, for the compute budget (evaluator.selectors.budget): the harness's own total less
+    its wait for the GPU lock when the record has it, else the sum of its phases, never more than the attempt's
+    wall time since the claim (and that wall time when the record has no phases: a timeout, a lost harness)."""
+    started = evaluation.started_at
+    wall = max(0.0, (timezone.now() - started).total_seconds()) if started else None
+    phases = phases or {}
+    numbers = {k: v for k, v in phases.items() if isinstance(v, int | float) and v == v and v >= 0}
+    waited = float(numbers.get("gpu_wait", 0.0))
+    if "total" in numbers:
+        used = float(numbers["total"]) - waited
+    else:
+        used = sum(float(v) for k, v in numbers.items() if k != "gpu_wait")
+    if wall is not None and (used <= 0 or used > wall):
+        used = wall if used <= 0 else min(used, wall)
+    return round(max(0.0, used), 3)
+
+
         trials = item.trials
         rows.append(
             DistributionResult(
@@ -317,7 +336,12 @@ def evaluation_fail(*, evaluation: Evaluation, error: str) -> bool:
     with transaction.atomic():
         updated = Evaluation.objects.filter(
             pk=evaluation.pk, status=Evaluation.Status.RUNNING, attempts=evaluation.attempts
-        ).update(status=Evaluation.Status.FAILED, finished_at=timezone.now(), error=error[:ERROR_MAX_CHARS])
+        ).update(
+            status=Evaluation.Status.FAILED,
+            finished_at=timezone.now(),
+            error=error[:ERROR_MAX_CHARS],
+            harness_seconds=harness_seconds(evaluation=evaluation),  # the worker's time is spent all the same
+        )
         if updated != 1:
             return False
         _count_finished(evaluation, correct=False)

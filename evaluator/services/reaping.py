@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -14,7 +16,15 @@ from django.db.models import Q
 from django.utils import timezone
 
 from evaluator.models import Evaluation
-from evaluator.services.evaluations import evaluation_fail, evaluations_enqueue, kernels_audit_enqueue, time_limits
+from evaluator.services.evaluations import (
+    evaluation_fail,
+    evaluations_enqueue,
+    kernels_audit_enqueue,
+    queue_for,
+    time_limits,
+)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +33,10 @@ class ReapResult:
     failed: list[int]
     resent: list[int] = field(default_factory=list)  # QUEUED rows whose message was re-sent
     orphans: list[str] = field(default_factory=list)  # work folders of dead workers' harnesses, removed
+    # The broker's own view: {queue: messages waiting} for the queues with waiting rows, or the reason it could not
+    # be read ("" when no row was waiting long enough to ask).
+    broker: dict[str, int] | str = ""
+    lost: list[int] = field(default_factory=list)  # QUEUED rows re-sent because their broker queue had lost them
 
 
 def _seconds(name: str, default: float) -> timedelta:
@@ -45,6 +59,8 @@ def evaluations_reap(
       broker was down at upload) are sent, with their kernel's static audit; QUEUED rows sent longer ago than
       EVALUATOR_QUEUED_STALE are sent again (a broker that lost its messages). A duplicate message is harmless:
       the claim is a compare-and-set, so an evaluation still runs and is counted once;
+    - the broker's own queue lengths are read, and QUEUED rows sent more than EVALUATOR_LOST_QUEUE_AFTER ago that
+      their queue no longer holds are sent again (a lost queue noticed within minutes: _resend_lost);
     - harness processes and work folders left on this machine by dead workers are removed.
     """
     now = timezone.now()
@@ -85,10 +101,74 @@ def evaluations_reap(
         queued_stale=queued_stale if queued_stale is not None else _seconds("EVALUATOR_QUEUED_STALE", 1800),
         skip=set(requeued),
     )
+    broker, lost = _resend_lost(now=now, after=_seconds("EVALUATOR_LOST_QUEUE_AFTER", 120), skip={*requeued, *resent})
     from evaluator.orphans import orphans_remove
 
     orphans = orphans_remove(Path(settings.EVALUATOR_WORK_DIR))
-    return ReapResult(requeued=requeued, failed=failed, resent=resent, orphans=orphans)
+    return ReapResult(
+        requeued=requeued, failed=failed, resent=[*resent, *lost], orphans=orphans, broker=broker, lost=lost
+    )
+
+
+def broker_queue_lengths(queues: list[str]) -> dict[str, int]:
+    """Messages waiting in each broker queue, asked of the broker itself (a passive declare: nothing is created; a
+    queue the broker does not have holds 0). Raises when the broker cannot be reached."""
+    from celery import current_app
+
+    lengths: dict[str, int] = {}
+    with current_app.connection_for_write() as conn:
+        conn.ensure_connection(max_retries=1)
+        for queue in queues:
+            channel = conn.channel()  # a failed passive declare closes an AMQP channel: one each
+            try:
+                lengths[queue] = int(channel.queue_declare(queue=queue, passive=True).message_count)
+            except conn.channel_errors:
+                lengths[queue] = 0  # no such queue: the broker lost it with its messages
+            finally:
+                with contextlib.suppress(Exception):
+                    channel.close()
+    return lengths
+
+
+def _resend_lost(*, now: Any, after: timedelta, skip: set[int]) -> tuple[dict[str, int] | str, list[int]]:
+    """A broker that lost its queue (a restart without persistence, a flushed Redis), noticed within minutes.
+
+    Each queue is first in, first out, so the messages it still holds are those of its newest waiting rows. For
+    each hardware queue with L messages waiting, the sent QUEUED rows older than `after` that are not among its L
+    newest waiting rows are no longer in the queue and nobody claimed them: they are sent again (a duplicate is
+    harmless: the claim is a compare-and-set). A row waiting for a retry's backoff (attempts > 0: the worker holds
+    that message) is given the longest backoff on top. An unreachable broker is reported and changes nothing.
+    """
+    waiting = list(
+        Evaluation.objects.filter(status=Evaluation.Status.QUEUED, is_current=True, enqueued_at__isnull=False)
+        .exclude(pk__in=skip)
+        .order_by("-enqueued_at", "-pk")
+        .values_list("pk", "hardware", "enqueued_at", "attempts")
+    )
+    retry_grace = timedelta(seconds=600)  # evaluations.retry_countdown's cap
+    old = [row for row in waiting if row[2] < now - after - (retry_grace if row[3] else timedelta(0))]
+    if not old:
+        return "", []
+    queues = sorted({queue_for(hardware) for _, hardware, _, _ in old})
+    try:
+        lengths = broker_queue_lengths(queues)
+    except Exception as exc:  # unreachable: the outbox relay above sends once it is back
+        log.warning("reaper: broker unreachable, lost queues not checked (%s)", exc)
+        return f"unreachable: {type(exc).__name__}: {exc}", []
+    lost_ids: list[int] = []
+    for queue in queues:
+        rows = [row for row in waiting if queue_for(row[1]) == queue]  # newest first
+        in_queue = {pk for pk, _, _, _ in rows[: lengths.get(queue, 0)]}
+        lost_ids += [row[0] for row in old if queue_for(row[1]) == queue and row[0] not in in_queue]
+    if not lost_ids:
+        return lengths, []
+    rows_lost = list(Evaluation.objects.filter(pk__in=lost_ids, status=Evaluation.Status.QUEUED).order_by("pk"))
+    log.warning(
+        "reaper: %s queued evaluations missing from the broker's queues %s: sent again", len(rows_lost), lengths
+    )
+    with transaction.atomic():
+        outcome = evaluations_enqueue(evaluations=rows_lost)
+    return lengths, [ev.pk for ev in rows_lost if ev.pk not in outcome.unsent]
 
 
 def _resend_queued(*, now: Any, enqueue_stale: timedelta, queued_stale: timedelta, skip: set[int]) -> list[int]:

@@ -42,6 +42,11 @@ def evaluate_kernel(self: Any, evaluation_id: int, **kwargs: Any) -> None:
     evaluation = svc.evaluation_claim(evaluation_id=evaluation_id, worker=self.request.hostname or "")
     if evaluation is None:
         return
+    from evaluator.selectors.budget import budget_spent
+
+    if spent := budget_spent(evaluation=evaluation):  # the account's GPU-seconds for the day went to other kernels
+        svc.evaluation_fail(evaluation=evaluation, error=spent)
+        return
     try:
         with _heartbeat(evaluation):
             record = runner.run_evaluation(**svc.harness_arguments(evaluation))

@@ -154,6 +154,37 @@ class BundleRejectedSerializer(serializers.Serializer):
     errors = serializers.DictField(required=False, help_text="Per-field errors, when a form field was invalid.")
 
 
+class BudgetRefusedSerializer(BundleRejectedSerializer):
+    """429 answer when an upload would pass a compute budget; nothing was stored or queued."""
+
+    limit = serializers.ChoiceField(choices=["kernels_per_day", "gpu_seconds_per_day", "queued_max"])
+    subject = serializers.CharField(help_text="Whose budget: 'account \"alice\"' or 'LLM \"my-model\"'.")
+    resets_at = serializers.DateTimeField(allow_null=True, help_text="When enough use leaves the 24-hour window.")
+
+
+class BudgetLimitSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    label = serializers.CharField()
+    limit = serializers.IntegerField()
+    used = serializers.FloatField()
+    remaining = serializers.FloatField()
+    resets_at = serializers.DateTimeField(allow_null=True)
+
+
+class BudgetEntrySerializer(serializers.Serializer):
+    subject = serializers.CharField()
+    exempt = serializers.BooleanField()
+    limits = BudgetLimitSerializer(many=True)
+
+
+class BudgetSerializer(serializers.Serializer):
+    """GET /api/budget/: the account's budget and that of each LLM the account may upload under."""
+
+    account = BudgetEntrySerializer()
+    llms = BudgetEntrySerializer(many=True)
+    window_hours = serializers.IntegerField()
+
+
 class KernelProgressSerializer(serializers.Serializer):
     kernel_id = serializers.IntegerField()
     evaluation_id = serializers.IntegerField()

@@ -47,3 +47,36 @@ def upload_allowed(request: Any) -> bool:
     """For the web upload form: records one upload attempt and says whether it is within the "submissions" rate,
     the same count the API's uploads use (a Django request has what the throttle reads: user and META)."""
     return SubmissionRateThrottle().allow_request(request, None)
+
+
+class SignupRateThrottle(SharedCacheMixin, throttling.AnonRateThrottle):
+    """Accounts made per address (scope "signup", SIGNUP_THROTTLE): a burst of sign-ups from one address stops."""
+
+    scope = "signup"
+
+
+def signup_allowed(request: Any) -> bool:
+    """For the sign-up page: records one account creation from this address and says whether it is within the rate."""
+    return SignupRateThrottle().allow_request(request, None)
+
+
+def login_failure_limit(request: Any, credentials: dict[str, Any] | None) -> int:
+    """django-axes' limit for this attempt (settings AXES_FAILURE_LIMIT). Axes compares one count, the largest over
+    its lockout parameters, which is the address's count (every failure of the pair is one of the address's too):
+    so the limit is LOGIN_FAILURE_LIMIT once this username and address pair has had that many failures, else
+    LOGIN_ADDRESS_FAILURE_LIMIT. One password tried on many usernames is stopped by the second."""
+    from axes.helpers import get_client_username
+    from axes.models import AccessAttempt
+    from django.conf import settings
+    from django.db.models import Sum
+
+    pair_limit = int(settings.LOGIN_FAILURE_LIMIT)
+    username = get_client_username(request, credentials)
+    address = getattr(request, "axes_ip_address", None) or client_ip(request)
+    failures = (
+        AccessAttempt.objects.filter(username=username, ip_address=address).aggregate(n=Sum("failures_since_start"))[
+            "n"
+        ]
+        or 0
+    )
+    return pair_limit if failures >= pair_limit else int(settings.LOGIN_ADDRESS_FAILURE_LIMIT)

@@ -12,6 +12,7 @@ router.register("llms", views.LLMViewSet, basename="api-llm")
 router.register("problems", views.ProblemViewSet, basename="api-problem")
 router.register("kernels", views.KernelViewSet, basename="api-kernel")
 router.register("submissions", views.SubmissionViewSet, basename="api-submission")
+router.register("budget", views.BudgetViewSet, basename="api-budget")
 
 results_csv = views.SubmissionViewSet.as_view(
     {"get": "results_csv"}, detail=True, basename="api-submission", renderer_classes=[CSVRenderer, JSONRenderer]

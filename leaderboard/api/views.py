@@ -10,7 +10,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
-from rest_framework.permissions import IsAdminUser
+from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -20,9 +20,10 @@ from leaderboard.api import filters, serializers
 from leaderboard.api.parsers import UntrustedJSONParser
 from leaderboard.api.throttles import SubmissionRateThrottle
 from leaderboard.bundles import BundleError
+from leaderboard.selectors.budget import budget_overview
 from leaderboard.selectors.submissions import submission_list, submission_results_csv
 from leaderboard.services.llms import LLMOwnershipError, llm_transfer
-from leaderboard.services.submissions import UPLOAD_FIELDS, submission_create_from_upload
+from leaderboard.services.submissions import UPLOAD_FIELDS, BudgetExceeded, submission_create_from_upload
 
 
 class LLMViewSet(viewsets.ReadOnlyModelViewSet):
@@ -100,6 +101,9 @@ class SubmissionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
             200: OpenApiResponse(serializers.SubmissionCreatedSerializer, description="Duplicate: the earlier one"),
             403: OpenApiResponse(description="The LLM belongs to someone else"),
             400: OpenApiResponse(serializers.BundleRejectedSerializer, description="Rejected; nothing stored"),
+            429: OpenApiResponse(
+                serializers.BudgetRefusedSerializer, description="Over a compute budget; nothing stored or queued"
+            ),
         },
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -111,6 +115,11 @@ class SubmissionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         fields = {name: form.validated_data[name] for name in UPLOAD_FIELDS}
         try:
             submission = submission_create_from_upload(uploader=request.user, **fields)
+        except BudgetExceeded as exc:  # 429: the limit, whose it is, and when it resets
+            refusal = exc.refusal
+            body = {"detail": exc.message, "report": exc.report, "limit": refusal.limit, "subject": refusal.subject}
+            body["resets_at"] = refusal.resets_at.isoformat() if refusal.resets_at else None
+            return Response(body, status=exc.status, headers={"Retry-After": str(refusal.retry_after)})
         except BundleError as exc:  # 400, or 413 for a bundle over BUNDLE_MAX_BYTES
             return Response({"detail": exc.message, "report": exc.report}, status=exc.status)
         except LLMOwnershipError as exc:
@@ -145,3 +154,14 @@ class SubmissionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         submission = self.get_object()
         evaluations = submission_rerun(submission_id=submission.pk)
         return Response({"evaluation_ids": [ev.pk for ev in evaluations]}, status=status.HTTP_202_ACCEPTED)
+
+
+class BudgetViewSet(viewsets.ViewSet):
+    """Your compute budget: per account and per LLM you may upload under, each limit with its use over the last
+    24 hours and when the oldest of that use leaves the window."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(summary="Your compute budget (account and LLMs)", responses={200: serializers.BudgetSerializer})
+    def list(self, request: Request) -> Response:
+        return Response(budget_overview(user=request.user))

@@ -1,4 +1,4 @@
-"""Reads about LLMs: who may upload under one."""
+"""Reads about LLMs: find one by name (look-alikes included), who may upload under one."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 
 from catalogue.models import LLM
+from catalogue.names import name_skeleton
 
 
 def llm_can_upload(*, llm: LLM, user: AbstractBaseUser | AnonymousUser) -> bool:
@@ -30,3 +31,12 @@ def llm_list_uploadable(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[L
     if user.is_staff:
         return LLM.objects.all()
     return LLM.objects.filter(Q(owner=user) | Q(owner_group__in=user.groups.all())).distinct()
+
+
+def llm_find(*, name: str) -> LLM | None:
+    """The LLM called `name` (any case), else the one whose name looks like it (the same skeleton:
+    catalogue.names.name_skeleton), else None."""
+    exact = LLM.objects.filter(name__iexact=name).first()
+    if exact is not None:
+        return exact
+    return LLM.objects.filter(name_skeleton=name_skeleton(name)[:200]).order_by("pk").first()

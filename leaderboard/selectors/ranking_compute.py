@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from django.db.models import BooleanField, Case, Exists, OuterRef, QuerySet, Value, When
+from django.db.models.functions import Coalesce, NullIf
 
 from catalogue.models import Problem
 from evaluator.models import Baseline, DistributionResult, Evaluation
@@ -51,7 +52,7 @@ class Sample(NamedTuple):
     std_ok: bool | None  # standard protocol (D1 only) correct
     d1_ok: bool
     hidden_fail: bool
-    sha: str
+    sha: str  # the kernel's source fingerprint (catalogue.fingerprints), its sha256 where it has none
     hack: bool
     candidate_ms: float | None  # the kernel's paired median (for vs torch.compile)
     sol: float | None  # the record's speed-of-light fraction (issue 19)
@@ -83,7 +84,11 @@ def _evaluation_samples(*, hardware: str, problem_set: str) -> list[Sample]:
             kernel__problem__active=True,
             kernel__problem__problem_set=problem_set,
         )
-        .annotate(d1_passed=d1_passed, hidden_failed=hidden_failed)
+        .annotate(
+            d1_passed=d1_passed,
+            hidden_failed=hidden_failed,
+            source_key=Coalesce(NullIf("kernel__fingerprint", Value("")), "kernel__sha256"),
+        )
         .order_by()
         .values_list(
             "kernel__llm_id",
@@ -100,7 +105,7 @@ def _evaluation_samples(*, hardware: str, problem_set: str) -> list[Sample]:
             "standard_correct",
             "d1_passed",
             "hidden_failed",
-            "kernel__sha256",
+            "source_key",
             "is_confirmed_hack",
             "candidate_ms",
             "result__speed_of_light__fraction",
@@ -134,8 +139,9 @@ def _median(values: Iterable[float | None]) -> float | None:
 
 
 def _combine_repeats(runs: list[Sample]) -> list[Sample]:
-    """One sample per kernel source: evaluations of the same code (same sha256) on one problem combine into their
-    median speedup (and median FP32 speedup and memory ratio). The combined sample is eligible, standard-correct and
+    """One sample per kernel source: evaluations of the same code on one problem (the same fingerprint: copies
+    that differ only in comments, docstrings or formatting are the same code) combine into their median speedup
+    (and median FP32 speedup and memory ratio), never their best. The combined sample is eligible, standard-correct and
     D1-correct only if every run was, and failed the hidden tests if any run did. Its kernel is the run whose
     speedup is nearest the median."""
     by_source: dict[str, list[Sample]] = defaultdict(list)

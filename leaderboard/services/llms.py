@@ -6,6 +6,8 @@ from django.contrib.auth.models import AbstractBaseUser, Group
 from django.db import IntegrityError, transaction
 
 from catalogue.models import LLM
+from catalogue.names import name_skeleton, name_visible
+from leaderboard.selectors.llms import llm_find
 
 LLM_NAME_MAX = LLM._meta.get_field("name").max_length
 
@@ -14,9 +16,14 @@ class LLMOwnershipError(Exception):
     """The uploader may not upload under this LLM (selectors.llms.llm_can_upload)."""
 
 
+class LLMLookAlikeError(LLMOwnershipError):
+    """The name is not an existing LLM's but looks like one (the same skeleton: catalogue.names)."""
+
+
 def llm_normalise_name(name: str) -> str:
-    """The stored form of an LLM name (whitespace collapsed); raises ValueError when empty or too long."""
-    name = " ".join(name.split())
+    """The stored form of an LLM name (invisible and bidi characters removed, whitespace collapsed); raises
+    ValueError when empty or too long."""
+    name = name_visible(name)
     if not name:
         raise ValueError("The LLM needs a name.")
     if len(name) > LLM_NAME_MAX:
@@ -31,16 +38,26 @@ def llm_get_or_create(
 
     Organisation and notes only fill blanks on an existing row, so an upload never overwrites what an admin set.
     Callers that act for a user check llm_can_upload first (and again on the returned row): this does not.
+    A name that only looks like an existing LLM's (Cyrillic letters, dash variants: the same skeleton, another
+    spelling) raises LLMLookAlikeError naming that LLM.
     """
     name = llm_normalise_name(name)
     organisation = organisation.strip()[:200]
-    llm = LLM.objects.filter(name__iexact=name).first()
+    llm = llm_find(name=name)
     if llm is None:
         try:
             with transaction.atomic():  # savepoint: two uploads may create the same new LLM at once
-                return LLM.objects.create(name=name, organisation=organisation, notes=notes, owner=owner)
+                return LLM.objects.create(
+                    name=name,
+                    name_skeleton=name_skeleton(name)[:200],
+                    organisation=organisation,
+                    notes=notes,
+                    owner=owner,
+                )
         except IntegrityError:
             llm = LLM.objects.get(name__iexact=name)
+    if llm.name.casefold() != name.casefold():
+        raise LLMLookAlikeError(llm_look_alike_message(name=name, llm=llm))
     changed = []
     if organisation and not llm.organisation:
         llm.organisation = organisation
@@ -59,3 +76,13 @@ def llm_transfer(*, llm: LLM, owner: AbstractBaseUser | None, owner_group: Group
     llm.owner_group = owner_group
     llm.save(update_fields=["owner", "owner_group"])
     return llm
+
+
+def llm_look_alike_message(*, name: str, llm: LLM) -> str:
+    owner = llm.owner.get_username() if llm.owner else (f"the group {llm.owner_group.name}" if llm.owner_group else "")
+    owned = f", owned by {owner}" if owner else ""
+    return (
+        f"The LLM name {name!r} looks like the existing LLM {llm.name!r} (#{llm.pk}{owned}): names are compared "
+        "without case, invisible characters, dash variants and look-alike letters. Use that exact name if it is "
+        "yours, or pick a clearly different one."
+    )

@@ -7,17 +7,26 @@ import uuid
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 from django.db.models import Q
 
+from catalogue.fingerprints import source_fingerprint
 from catalogue.models import LLM, Kernel, Problem, Submission
 from evaluator.models import Evaluation
+from evaluator.selectors.budget import BudgetRefusal, budget_refusal
 from evaluator.services.evaluations import HARDWARE_RE, evaluations_enqueue, kernels_audit_enqueue
 from leaderboard.bundles import BundleError, ParsedBundle, check_bundle_size, parse_bundle, read_upload
-from leaderboard.selectors.llms import llm_can_upload
+from leaderboard.selectors.llms import llm_can_upload, llm_find
 from leaderboard.selectors.problem_sets import problem_set_default, unknown_problem_set_message
-from leaderboard.services.llms import LLMOwnershipError, llm_get_or_create, llm_normalise_name
+from leaderboard.services.llms import (
+    LLMLookAlikeError,
+    LLMOwnershipError,
+    llm_get_or_create,
+    llm_look_alike_message,
+    llm_normalise_name,
+)
 
 # The cleaned fields the web form and the API serializer both hand to submission_create_from_upload.
 UPLOAD_FIELDS = (
@@ -31,6 +40,17 @@ UPLOAD_FIELDS = (
     "sample",
     "notes",
 )
+
+
+class BudgetExceeded(BundleError):
+    """The upload would pass a compute budget of the account or the LLM (evaluator.selectors.budget): refused
+    whole, nothing stored or queued (HTTP 429, Retry-After when the limit resets)."""
+
+    status = 429
+
+    def __init__(self, refusal: BudgetRefusal, report: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(refusal.message, report)
+        self.refusal = refusal
 
 
 def _resolve_problems(bundle: ParsedBundle, problem_set: str) -> dict[tuple[int, int], Problem]:
@@ -120,6 +140,13 @@ def submission_create(
             if earlier is not None:
                 earlier.duplicate = True
                 return earlier
+        if acting:
+            # One upload at a time per account too, so two parallel uploads cannot both fit the last of a budget.
+            if uploader is not None and uploader.is_authenticated:
+                get_user_model().objects.select_for_update().filter(pk=uploader.pk).exists()
+            refusal = budget_refusal(user=uploader, llm=llm, kernels=len(bundle.entries))
+            if refusal is not None:
+                raise BudgetExceeded(refusal, bundle.report_dicts())
         submission = Submission.objects.create(
             llm=llm,
             uploader=uploader if uploader is not None and uploader.is_authenticated else None,
@@ -143,6 +170,7 @@ def submission_create(
                     sample=entry.sample,
                     source=entry.source,
                     sha256=hashlib.sha256(entry.source.encode()).hexdigest(),
+                    fingerprint=source_fingerprint(entry.source),
                 )
                 for entry in bundle.entries
             ]
@@ -173,7 +201,9 @@ def _check_may_upload(*, uploader: AbstractBaseUser | AnonymousUser, llm_name: s
         name = llm_normalise_name(llm_name)
     except ValueError:
         return  # reported with the bundle's report below
-    llm = LLM.objects.filter(name__iexact=name).first()
+    llm = llm_find(name=name)
+    if llm is not None and llm.name.casefold() != name.casefold():
+        raise LLMLookAlikeError(llm_look_alike_message(name=name, llm=llm))
     if (llm is None and not uploader.is_authenticated) or (
         llm is not None and not llm_can_upload(llm=llm, user=uploader)
     ):
@@ -183,17 +213,19 @@ def _check_may_upload(*, uploader: AbstractBaseUser | AnonymousUser, llm_name: s
 def _duplicate_of(
     *, llm: LLM, problem_set: str, hardware: str, bundle: ParsedBundle, problems: dict[tuple[int, int], Problem]
 ) -> Submission | None:
-    """An earlier submission of exactly these kernels (same bundle bytes, and the same problems and samples: one .py
-    file may be uploaded for several problems) for this LLM, problem set and hardware."""
-    wanted = {
-        (problems[(e.level, e.problem_id)].pk, e.sample, hashlib.sha256(e.source.encode()).hexdigest())
-        for e in bundle.entries
-    }
-    candidates = Submission.objects.filter(
-        llm=llm, problem_set=problem_set, hardware=hardware, bundle_sha256=bundle.sha256, kernel_count=len(wanted)
-    ).order_by("created_at")
+    """An earlier submission of the same kernels for this LLM, problem set and hardware: the same problems and
+    samples (one .py file may be uploaded for several problems) with the same source fingerprints, so a copy whose
+    comments, docstrings or formatting differ is the same upload (catalogue.fingerprints)."""
+    wanted = {(problems[(e.level, e.problem_id)].pk, e.sample, source_fingerprint(e.source)) for e in bundle.entries}
+    problem_pk, sample, fingerprint = min(wanted)  # only submissions holding one of the kernels are read
+    candidates = (
+        Submission.objects.filter(llm=llm, problem_set=problem_set, hardware=hardware, kernel_count=len(wanted))
+        .filter(kernels__problem_id=problem_pk, kernels__sample=sample, kernels__fingerprint=fingerprint)
+        .distinct()
+        .order_by("created_at")
+    )
     for candidate in candidates:
-        if set(candidate.kernels.values_list("problem_id", "sample", "sha256")) == wanted:
+        if set(candidate.kernels.values_list("problem_id", "sample", "fingerprint")) == wanted:
             return candidate
     return None
 

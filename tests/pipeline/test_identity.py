@@ -185,7 +185,7 @@ def test_web_uploads_are_throttled_with_the_api_in_a_shared_cache(demo_problems,
 
 
 def test_login_locks_out_after_repeated_failures(client, user, settings):
-    for _ in range(settings.AXES_FAILURE_LIMIT):
+    for _ in range(settings.LOGIN_FAILURE_LIMIT):
         client.post("/accounts/login/", {"username": "alice", "password": "wrong"})
     response = client.post("/accounts/login/", {"username": "alice", "password": "pw-alice-123"})
     assert response.status_code == 429

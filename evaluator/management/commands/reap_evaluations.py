@@ -34,4 +34,8 @@ class Command(BaseCommand):
         self.stdout.write(f"requeued {len(result.requeued)}: {result.requeued}")
         self.stdout.write(f"failed {len(result.failed)}: {result.failed}")
         self.stdout.write(f"sent {len(result.resent)} queued: {result.resent}")
+        if result.broker:
+            self.stdout.write(
+                f"broker queues: {result.broker}; lost messages re-sent {len(result.lost)}: {result.lost}"
+            )
         self.stdout.write(f"orphaned work folders removed {len(result.orphans)}: {result.orphans}")

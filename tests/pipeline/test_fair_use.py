@@ -1,0 +1,363 @@
+"""Fair use of the workers: compute budgets per account and per LLM, source fingerprints (trivial variants are one
+kernel), look-alike LLM names, sign-up and login throttles. Each attack of the fair-use review is a test here."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+import time_machine
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from catalogue.fingerprints import source_fingerprint
+from catalogue.models import LLM, Kernel, Submission
+from catalogue.names import name_skeleton
+from evaluator.models import ComputeBudget, Evaluation
+from evaluator.selectors.budget import budget_for_user
+from leaderboard.selectors.ranking_compute import compute_leaderboard
+from leaderboard.services.tokens import api_token_create
+from tests.pipeline.helpers import DEMO_SET, demo_kernel, kernel_name, make_zip
+
+pytestmark = pytest.mark.django_db
+
+KERNEL = demo_kernel(1, 1, 0)
+
+
+def upload(client: APIClient, data: bytes, llm: str = "model-a", **fields):
+    payload = {"bundle": SimpleUploadedFile("run.zip", data), "llm": llm, "problem_set": DEMO_SET, **fields}
+    return client.post("/api/submissions/", payload, format="multipart")
+
+
+def samples(count: int, source: str = KERNEL, *, start: int = 0) -> bytes:
+    """`count` kernels for demo problem L1/1, samples start.., each a distinct comment variant of `source`."""
+    return make_zip({kernel_name(1, 1, s): f"{source}\n# variant {s}\n" for s in range(start, start + count)})
+
+
+def token_client(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)}")
+    return client
+
+
+@pytest.fixture
+def bob(django_user_model):
+    return django_user_model.objects.create_user(username="bob", password="pw-bob-123")
+
+
+def finish(evaluation: Evaluation, *, speedup: float, seconds: float = 10.0, when=None) -> None:
+    """Mark an evaluation finished and correct (what evaluation_finish stores), charged `seconds`."""
+    Evaluation.objects.filter(pk=evaluation.pk).update(
+        status=Evaluation.Status.DONE,
+        result_status="ok",
+        correct=True,
+        standard_correct=True,
+        speedup=speedup,
+        speedup_fp32=speedup,
+        finished_at=when or timezone.now(),
+        harness_seconds=seconds,
+    )
+
+
+# --- Compute budget ----------------------------------------------------------------------------------------------
+
+
+def test_a_bundle_of_two_thousand_kernels_from_a_new_account_is_refused_whole_with_429(demo_problems, api, sent):
+    response = upload(api, samples(2000))
+    assert response.status_code == 429, response.content
+    body = response.json()
+    assert body["limit"] == "kernels_per_day" and body["subject"] == "account 'alice'"
+    assert "2000 kernels" in body["detail"] and "1000 kernels per day" in body["detail"]
+    assert "Nothing was queued" in body["detail"] and response.headers["Retry-After"]
+    assert Submission.objects.count() == 0 and Evaluation.objects.count() == 0 and not sent.calls
+
+
+def test_the_default_budget_takes_a_full_kernelbench_run(settings):
+    # 250 problems x 4 samples in a day, all queued at once.
+    assert settings.BUDGET_KERNELS_PER_DAY >= 1000 and settings.BUDGET_QUEUED_MAX >= 1000
+    # ...while a day of the harness's longest runs (every kernel hanging until the timeout) does not fit.
+    assert settings.BUDGET_GPU_SECONDS_PER_DAY < 1000 * settings.EVALUATOR_HARNESS_TIMEOUT / 10
+
+
+def test_kernels_per_day_counts_over_24_hours_and_says_when_it_resets(demo_problems, api, settings, sent):
+    settings.BUDGET_KERNELS_PER_DAY = 5
+    start = timezone.now()
+    with time_machine.travel(start, tick=False):
+        assert upload(api, samples(3)).status_code == 202
+    with time_machine.travel(start + timedelta(hours=1), tick=False):
+        assert upload(api, samples(2, start=3)).status_code == 202
+    with time_machine.travel(start + timedelta(hours=2), tick=False):
+        refused = upload(api, samples(2, start=5))
+        assert refused.status_code == 429
+        body = refused.json()
+        # The 5 kernels in the window leave it in upload order: 2 more fit once the first upload's leave.
+        assert body["limit"] == "kernels_per_day"
+        assert body["resets_at"] == (start + timedelta(hours=24)).isoformat()
+        assert "5 used" in body["detail"] and "0 more fit" in body["detail"]
+        assert int(refused.headers["Retry-After"]) == 22 * 3600 + 1
+    with time_machine.travel(start + timedelta(hours=24, seconds=1), tick=False):
+        assert upload(api, samples(2, start=5)).status_code == 202
+    assert Submission.objects.count() == 3
+
+
+def test_queued_at_once_frees_as_kernels_finish(demo_problems, api, settings, sent):
+    settings.BUDGET_QUEUED_MAX = 3
+    assert upload(api, samples(3)).status_code == 202
+    refused = upload(api, samples(1, start=3))
+    assert refused.status_code == 429 and refused.json()["limit"] == "queued_max"
+    assert "3 queued or running" in refused.json()["detail"]
+    finish(Evaluation.objects.order_by("pk").first(), speedup=1.0)
+    assert upload(api, samples(1, start=3)).status_code == 202
+
+
+def test_gpu_seconds_are_charged_from_finished_evaluations(demo_problems, api, settings, sent):
+    settings.BUDGET_GPU_SECONDS_PER_DAY = 100
+    assert upload(api, samples(2)).status_code == 202
+    first, second = Evaluation.objects.order_by("pk")
+    finish(first, speedup=1.0, seconds=60)
+    finish(second, speedup=1.0, seconds=45)
+    refused = upload(api, samples(1, start=2))
+    assert refused.status_code == 429
+    body = refused.json()
+    assert body["limit"] == "gpu_seconds_per_day" and "100 GPU-seconds per day, 105 used" in body["detail"]
+    # Freed once the first evaluation's 60 s leave the window: 24 hours after it finished.
+    first.refresh_from_db()
+    assert body["resets_at"] == (first.finished_at + timedelta(hours=24)).isoformat()
+
+
+def test_the_llm_has_a_budget_of_its_own_across_its_uploaders(demo_problems, api, user, bob, settings, sent):
+    from django.contrib.auth.models import Group
+
+    team = Group.objects.create(name="lab")
+    user.groups.add(team)
+    bob.groups.add(team)
+    assert upload(api, samples(4)).status_code == 202
+    LLM.objects.filter(name="model-a").update(owner_group=team)
+    ComputeBudget.objects.create(llm=LLM.objects.get(name="model-a"), kernels_per_day=5)
+    refused = upload(token_client(bob), samples(2, start=4))
+    assert refused.status_code == 429 and refused.json()["subject"] == "LLM 'model-a'"
+    assert upload(token_client(bob), samples(1, start=4)).status_code == 202  # bob's own account has room
+
+
+def test_staff_raise_an_account_and_an_llm_budget_in_the_admin(
+    demo_problems, api, client, user, settings, sent, django_user_model
+):
+    settings.BUDGET_KERNELS_PER_DAY = 2
+    assert upload(api, samples(2)).status_code == 202
+    assert upload(api, samples(1, start=2)).json()["subject"] == "account 'alice'"
+    client.force_login(django_user_model.objects.create_superuser(username="root", password="pw-root-123"))
+    form = {"kernels_per_day": 10, "gpu_seconds_per_day": "", "queued_max": "", "note": "lab run"}
+    assert client.post("/admin/evaluator/computebudget/add/", {**form, "user": user.pk}).status_code == 302
+    assert budget_for_user(user=user).limit("kernels_per_day").limit == 10
+    refused = upload(api, samples(1, start=2))  # the LLM's own budget still has the default
+    assert refused.status_code == 429 and refused.json()["subject"] == "LLM 'model-a'"
+    llm = LLM.objects.get(name="model-a")
+    assert client.post("/admin/evaluator/computebudget/add/", {**form, "llm": llm.pk}).status_code == 302
+    assert upload(api, samples(1, start=2)).status_code == 202
+
+
+def test_the_web_form_refuses_over_budget_with_429_naming_the_limit(demo_problems, client, user, settings, sent):
+    settings.BUDGET_KERNELS_PER_DAY = 2
+    client.force_login(user)
+    payload = {"bundle": SimpleUploadedFile("run.zip", samples(3)), "problem_set": DEMO_SET, "hardware": "cpu"}
+    response = client.post("/submit/", {**payload, "new_llm": "mine"})
+    assert response.status_code == 429
+    assert "more than the 2 kernels per day of account" in response.content.decode()
+    assert Submission.objects.count() == 0
+
+
+def test_the_account_page_and_the_api_show_the_budget(demo_problems, api, client, user, settings, sent):
+    settings.BUDGET_KERNELS_PER_DAY = 50
+    assert upload(api, samples(3)).status_code == 202
+    body = api.get("/api/budget/").json()
+    kernels = next(lim for lim in body["account"]["limits"] if lim["name"] == "kernels_per_day")
+    assert (kernels["limit"], kernels["used"], kernels["remaining"]) == (50, 3, 47)
+    assert [entry["subject"] for entry in body["llms"]] == ["LLM 'model-a'"]
+    assert APIClient().get("/api/budget/").status_code in (401, 403)
+    client.force_login(user)
+    page = client.get("/account/").content.decode()
+    assert "Compute budget" in page and "kernels per day" in page and "GPU-seconds per day" in page
+
+
+def test_staff_and_project_uploads_have_no_budget(demo_problems, settings, sent, django_user_model):
+    from leaderboard.services.submissions import submission_create
+
+    settings.BUDGET_KERNELS_PER_DAY = 1
+    staff = django_user_model.objects.create_user(username="root", password="x", is_staff=True)
+    for uploader in (None, staff):
+        submission_create(
+            uploader=uploader,
+            llm_name="demo-x",
+            filename="r.zip",
+            data=samples(3),
+            problem_set=DEMO_SET,
+            allow_duplicate=True,
+        )
+    assert Kernel.objects.count() == 6
+
+
+# --- Fingerprints: trivial variants are one kernel ---------------------------------------------------------------
+
+VARIANT = '''import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    """A docstring the original does not have."""
+
+    def __init__( self ):
+        super( ).__init__( )
+
+    def forward(self, x ,):
+        # a comment
+        return x.clamp_min( 0 )
+'''
+
+
+def test_fingerprints_ignore_comments_docstrings_and_formatting():
+    from tests.factories import KERNEL_SOURCE
+
+    assert source_fingerprint(VARIANT) == source_fingerprint(KERNEL_SOURCE)
+    assert source_fingerprint(KERNEL_SOURCE.replace("clamp_min(0)", "clamp_min(1)")) != source_fingerprint(
+        KERNEL_SOURCE
+    )
+    assert source_fingerprint("t = (a,)") != source_fingerprint("t = (a)")  # a tuple is not a parenthesis
+    assert source_fingerprint("x = 'a'") == source_fingerprint('x = "a"')
+    assert source_fingerprint("y = " + "-" * 100_000)  # what exhausts ast.parse: the tokenizer is linear
+    assert source_fingerprint("def f(:\n  x") != source_fingerprint("def f(:\n  y")  # broken files still differ
+
+
+def test_a_comment_variant_of_an_uploaded_bundle_is_the_same_upload(demo_problems, api, sent):
+    first = upload(api, make_zip({kernel_name(1, 1, 0): KERNEL}))
+    again = upload(api, make_zip({kernel_name(1, 1, 0): "# reformatted\n" + KERNEL + "\n\n# end\n"}))
+    assert first.status_code == 202 and again.status_code == 200
+    assert again.json()["duplicate"] is True and again.json()["id"] == first.json()["id"]
+
+
+def test_best_of_n_by_comment_variants_ranks_the_median_not_the_best(demo_problems, api, sent):
+    # Three copies of one kernel differing only in a comment, measured 2.90x, 0.62x and 3.66x.
+    for n, speedup in enumerate((2.90, 0.62, 3.66)):
+        response = upload(api, make_zip({kernel_name(1, 1, n): f"{KERNEL}\n# copy {n}\n"}))
+        assert response.status_code == 202
+        finish(Evaluation.objects.get(kernel__submission_id=response.json()["id"]), speedup=speedup)
+    assert len(set(Kernel.objects.values_list("sha256", flat=True))) == 3
+    assert len(set(Kernel.objects.values_list("fingerprint", flat=True))) == 1
+    board = compute_leaderboard(hardware="cpu", problem_set=DEMO_SET)
+    llm = LLM.objects.get(name="model-a")
+    problem = Kernel.objects.first().problem_id
+    cell = board.cells[problem][llm.pk]
+    assert cell.speedup == pytest.approx(2.90) and cell.runs == 3  # one kernel, its median
+    (row,) = [r for r in board.rows[None] if r.llm_id == llm.pk]
+    assert row.speedup == pytest.approx(2.90) and row.correct == 1
+
+
+def test_the_inspector_shows_which_uploads_were_folded_together(demo_problems, api, client, sent):
+    ids = [upload(api, make_zip({kernel_name(1, 1, n): f"{KERNEL}\n# copy {n}\n"})).json()["id"] for n in range(3)]
+    other = upload(api, make_zip({kernel_name(1, 1, 3): demo_kernel(1, 1, 1)})).json()["id"]
+    kernels = [Kernel.objects.get(submission_id=pk) for pk in ids]
+    finish(Evaluation.objects.get(kernel=kernels[1]), speedup=0.62)
+    page = client.get(f"/kernels/{kernels[0].pk}/").content.decode()
+    assert "Folded with 2 other uploads of the same code" in page
+    assert f"kernel #{kernels[1].pk}</a> (submission #{ids[1]}, sample 1, 0.62" in page
+    assert f"/kernels/{kernels[2].pk}/" in page
+    different = Kernel.objects.get(submission_id=other)
+    assert "Folded with" not in client.get(f"/kernels/{different.pk}/").content.decode()
+
+
+# --- Look-alike LLM names ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "alice\u200b-model",
+        "\u0430lice-model",
+        "alice\u2010model",
+        "ALICE-MODEL",
+        "\u202ealice-model",
+        "alice\u2013model",
+    ],
+    ids=["zero-width-space", "cyrillic-a", "u2010-hyphen", "case", "bidi-override", "en-dash"],
+)
+def test_a_look_alike_of_another_owners_llm_is_refused_naming_it(demo_problems, api, bob, name, sent):
+    assert upload(api, make_zip({kernel_name(1, 1, 0): KERNEL}), llm="alice-model").status_code == 202
+    owned = LLM.objects.get(name="alice-model")
+    response = upload(token_client(bob), make_zip({kernel_name(1, 2, 0): demo_kernel(1, 2, 0)}), llm=name)
+    assert response.status_code == 403, response.content
+    assert "'alice-model'" in response.json()["detail"] and "alice" in response.json()["detail"]
+    assert LLM.objects.count() == 1 and LLM.objects.get().pk == owned.pk
+    assert Submission.objects.filter(uploader=bob).count() == 0
+
+
+def test_the_web_form_refuses_a_look_alike_name(demo_problems, api, client, bob, sent):
+    assert upload(api, make_zip({kernel_name(1, 1, 0): KERNEL}), llm="alice-model").status_code == 202
+    client.force_login(bob)
+    payload = {"bundle": SimpleUploadedFile("r.zip", samples(1)), "problem_set": DEMO_SET, "hardware": "cpu"}
+    response = client.post("/submit/", {**payload, "new_llm": "\u0430lice-model"})
+    assert response.status_code == 403 and "looks like the existing LLM" in response.content.decode()
+    assert LLM.objects.count() == 1
+
+
+def test_the_owner_may_not_make_a_look_alike_of_their_own_llm_either(demo_problems, api, sent):
+    assert upload(api, samples(1), llm="alice-model").status_code == 202
+    response = upload(api, samples(1, start=1), llm="alice\u2010model")
+    assert response.status_code == 403 and "Use that exact name" in response.json()["detail"]
+    assert upload(api, samples(1, start=1), llm="Alice-Model").status_code == 202  # the same name, any case
+
+
+def test_invisible_characters_never_reach_a_stored_name(demo_problems, api, sent):
+    assert upload(api, samples(1), llm="new\u200b-mo\u2066del").status_code == 202
+    llm = LLM.objects.get()
+    assert llm.name == "new-model" and llm.name_skeleton == name_skeleton("new-model")
+
+
+def test_skeletons_fold_case_width_confusables_and_dashes():
+    assert {name_skeleton(n) for n in ("alice-model", "ＡＬＩＣＥ－model", "\u0391lice\u2011m\u03bfdel")} == {
+        "alice-model"
+    }
+    assert name_skeleton("alice-model-2") != name_skeleton("alice-model")
+
+
+# --- Sign-up and login throttles ---------------------------------------------------------------------------------
+
+
+def test_sign_ups_from_one_address_are_throttled(client, settings):
+    codes = []
+    for n in range(7):
+        response = client.post(
+            "/accounts/signup/", {"username": f"user{n}", "password1": "Zq8!long-pass", "password2": "Zq8!long-pass"}
+        )
+        codes.append(response.status_code)
+        client.logout()
+    assert codes == [302] * 5 + [429] * 2
+    assert "Too many accounts" in response.content.decode()
+    other = client.post(
+        "/accounts/signup/",
+        {"username": "elsewhere", "password1": "Zq8!long-pass", "password2": "Zq8!long-pass"},
+        REMOTE_ADDR="10.1.2.3",
+    )
+    assert other.status_code == 302  # another address
+
+
+def test_one_password_on_many_usernames_locks_the_address_out(client, user, settings, django_user_model):
+    codes = [
+        client.post("/accounts/login/", {"username": f"guess{n}", "password": "Summer2026!"}).status_code
+        for n in range(40)
+    ]
+    assert codes[: settings.LOGIN_ADDRESS_FAILURE_LIMIT - 1] == [200] * (settings.LOGIN_ADDRESS_FAILURE_LIMIT - 1)
+    assert set(codes[settings.LOGIN_ADDRESS_FAILURE_LIMIT :]) == {429}
+    owner = client.post("/accounts/login/", {"username": "alice", "password": "pw-alice-123"})
+    assert owner.status_code == 429 and "_auth_user_id" not in client.session  # the address is locked out
+    elsewhere = client.post(
+        "/accounts/login/", {"username": "alice", "password": "pw-alice-123"}, REMOTE_ADDR="10.9.9.9"
+    )
+    assert elsewhere.status_code == 302
+
+
+def test_the_pair_limit_still_locks_one_username_first(client, user, settings):
+    for _ in range(settings.LOGIN_FAILURE_LIMIT):
+        client.post("/accounts/login/", {"username": "alice", "password": "wrong"})
+    assert client.post("/accounts/login/", {"username": "alice", "password": "pw-alice-123"}).status_code == 429
+    # The address itself is not locked yet (10 failures, limit 30): another username can still log in from it.
+    assert client.post("/accounts/login/", {"username": "bob", "password": "nope"}).status_code == 200
