@@ -4,6 +4,7 @@
     python3 benchmarks/bundle_gpu.py --out OUT_DIR --only L2/12 L2/1 L3/5 --repeats 5 --slots 1   # spread
     python3 benchmarks/bundle_gpu.py --out OUT_DIR --only L2/12 --repeats 5 --slots 1 --process-pairs 1  # before
     python3 benchmarks/bundle_gpu.py --out OUT_DIR --only L2/12 --repeats 5 --slots 1 --process-pairs 2  # after
+    python3 benchmarks/bundle_gpu.py --out OUT_DIR --only L2/14 L3/20 L1/68 --repeats 5 --slots 4  # 4 at once
 
 The bundle: the load_inline kernels in benchmarks/kernels where we have one, and the reference wrapped as
 `class ModelNew(Model)` for every other problem (levels 1-3 of the shipped problems.jsonl: 250 problems).
@@ -17,7 +18,10 @@ baseline sweep), so the end of the run is not one long evaluation alone on an id
 
 Writes OUT_DIR/TAG.jsonl (one line per evaluation, as soon as it ends) and OUT_DIR/TAG_summary.json: wall
 time, where the time went (compile, correctness, timing, waiting for the GPU lock, waiting in the queue), counts by
-status. Imports no Django.
+status, what the exclusive GPU hold was spent on (`exclusive_timing_share`: the timed loops' share of it; process
+pairs start with the hold given back, `pair_starts_under_exclusive_lock` counts any that did not), how many
+evaluations came out `timing unstable`, and for repeated kernels whether every repeat is within 5 % (2 %) of their
+median and every interval above 0 and under 2x wide. Imports no Django.
 
 A run longer than one sitting can be split: with `--state DIR` the rows go to DIR (kept between invocations) and a
 second invocation with the same DIR and tag evaluates only what the first did not finish; the summary then adds up
@@ -148,6 +152,8 @@ class Run:
             "target_block_ms": self.args.target_block_ms,
             "launch_bound_pairs": self.args.launch_bound_pairs,
             "pin_timing_cpu": {"on": True, "off": False}.get(self.args.pin_cpu),
+            "ci_target": self.args.ci_target,
+            "unstable_agreement": self.args.unstable_agreement,
         }
 
     def compile(self, items: list[dict[str, Any]]) -> None:
@@ -198,6 +204,12 @@ class Run:
             "cpu": timing.get("cpu"),  # the leased timing CPU and the threads pinned to it
             "candidate_cpu": timing.get("candidate_cpu"),  # the kernel's CPU time while the baseline was timed
             "phases": record.get("phases"),
+            "pair_starts": timing.get("pair_starts"),  # each later pair's start, and the GPU hold it ran under
+            "unstable": timing.get("unstable"),
+            "unstable_reason": timing.get("unstable_reason"),
+            "ci_half_width": timing.get("ci_half_width"),
+            "precision": timing.get("precision"),
+            "sandbox": (record.get("environment") or {}).get("sandbox"),
             "handover": (record.get("environment") or {}).get("output_handover"),
             "compile_cache": (record.get("environment") or {}).get("compile_cache"),
             "wall_s": record["_wall_s"],
@@ -250,6 +262,9 @@ def summarise(run: Run, total_s: float, bundle_size: int) -> dict[str, Any]:
         "sum_timing_loop_s": phase_sum(evals, "timing_loop"),
         "sum_timing_checks_s": phase_sum(evals, "timing_checks"),
         "sum_gpu_wait_s": phase_sum(evals, "gpu_wait"),
+        **exclusive_summary(evals),
+        "timing_unstable": sum(1 for r in evals if r.get("unstable")),
+        "sandbox": sorted({str(r.get("sandbox")) for r in evals}),
         "sum_queued_s": round(sum(r["queued_s"] for r in evals), 1),
         "handover": sorted({str(r["handover"]) for r in evals}),
         "gpus": run.args.gpus,
@@ -258,6 +273,27 @@ def summarise(run: Run, total_s: float, bundle_size: int) -> dict[str, Any]:
         "timing_budget_s": run.args.timing_budget,
         "min_calls": run.args.min_calls,
         "spread": spread(evals),
+    }
+
+
+def exclusive_summary(evals: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the exclusive GPU hold was spent on over the run (the record's phases, orchestrator._gpu): the timed
+    loops' share of it (target: at least 80 %), the rest (set-up, probes, re-checks), and the process pairs'
+    start-up, which runs with the hold given back (any start under it is counted)."""
+
+    def total(name: str) -> float:
+        return sum((r.get("phases") or {}).get(name) or 0.0 for r in evals)
+
+    held, loops = total("exclusive_s"), total("exclusive_timing_s")
+    starts = [s for r in evals for s in (r.get("pair_starts") or [])]
+    return {
+        "sum_exclusive_s": round(held, 1),
+        "sum_exclusive_timing_s": round(loops, 1),
+        "sum_exclusive_other_s": round(total("exclusive_other_s"), 1),
+        "exclusive_timing_share": round(loops / held, 3) if held else None,
+        "pair_starts": len(starts),
+        "sum_pair_start_s": round(sum(s.get("seconds") or 0.0 for s in starts), 1),
+        "pair_starts_under_exclusive_lock": int(total("pair_starts_under_exclusive_lock")),
     }
 
 
@@ -286,12 +322,20 @@ def spread(evals: list[dict[str, Any]]) -> dict[str, Any]:
         values = [r["speedup"] for r in rows]
         median = statistics.median(values)
         cis = [r.get("speedup_ci") for r in rows]
+        deviation = max(abs(v - median) for v in values) / median
         out[key] = {
             "speedups": [round(v, 4) for v in values],
+            "cis": cis,
             "relative_spread": (max(values) - min(values)) / median,
-            "max_deviation_from_median": max(abs(v - median) for v in values) / median,
+            "max_deviation_from_median": deviation,
             "cis_containing_median": sum(1 for ci in cis if ci and ci[0] <= median <= ci[1]),
             "repeats": len(values),
+            "unstable": sum(1 for r in rows if r.get("unstable")),
+            # the targets: every repeat within 5 % (stretch 2 %) of the median, every interval above 0 and under
+            # 2x wide (high / low)
+            "within_5pct": deviation <= 0.05,
+            "within_2pct": deviation <= 0.02,
+            "cis_above_0_under_2x": all(ci and ci[0] > 0 and ci[1] / ci[0] < 2 for ci in cis),
         }
     return out
 
@@ -333,6 +377,8 @@ def main() -> int:
     parser.add_argument("--launch-bound-pairs", type=int, help="harness launch_bound_pairs (default 3)")
     parser.add_argument("--pin-cpu", choices=["on", "off"], help="harness pin_timing_cpu (default on)")
     parser.add_argument("--target-block-ms", type=float, help="harness target_block_ms (0: fixed blocks)")
+    parser.add_argument("--ci-target", type=float, help="harness ci_target (default 0.02; 0: rse_target alone)")
+    parser.add_argument("--unstable-agreement", type=float, help="harness unstable_agreement (default 0.05)")
     parser.add_argument("--min-calls", type=int, default=100, help="timed calls per side before RSE may stop")
     parser.add_argument("--tag", default="bundle", help="output file prefix")
     parser.add_argument("--deadline", type=float, default=1e9, help="start no evaluation after this many seconds")

@@ -8,7 +8,14 @@ L3/20 (MobileNetV2: the same code at 3.8-5.3 ms in ten processes, a standard dev
 process-pairs-h200.md), and `calls` calls per side with 1 % noise. The true speedup is 1.0 (both sides are the same
 code). The output says, per starting number of pairs, how many intervals hold 1.0 and how many pairs were run.
 
-    python3 benchmarks/pairs_coverage_sim.py [--evaluations 150] [--spread 0.11]
+Two intervals side by side: the earlier one (`hierarchical_ratio_ci`: bootstrap over pairs then calls, on the
+ratio) and the one the harness reports now (`log_ratio_interval`: on the log scale from the pairs' medians, around
+their median), with each one's median width (high / low) and, for the new one, how often it reached 0 (never, by
+construction) and how often the evaluation would be called `timing unstable` (`pairs_unstable` with
+--unstable-agreement, when the pairs ran out). `--deviant P`: each pair is, with probability P, one process slowed
+2x on one side (a neighbour's start-up beside it): the median ignores one such pair, the pooled ratio does not.
+
+    python3 benchmarks/pairs_coverage_sim.py [--evaluations 150] [--spread 0.11] [--deviant 0.1]
 """
 
 from __future__ import annotations
@@ -21,14 +28,28 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluator.harness.timing import hierarchical_ratio_ci, pooled_ratio, ratios_disagree  # noqa: E402
+from evaluator.harness.timing import (  # noqa: E402
+    hierarchical_ratio_ci,
+    log_ratio_interval,
+    pair_log_ratios,
+    pairs_unstable,
+    pooled_ratio,
+    ratios_disagree,
+)
 
 
-def evaluation(rng: random.Random, spread: float, start: int, most: int, agree: float, calls: int) -> tuple:
+def evaluation(
+    rng: random.Random, spread: float, start: int, most: int, agree: float, calls: int, deviant: float = 0.0
+) -> tuple:
     pairs: list[tuple[list[float], list[float]]] = []
 
     def add() -> None:
         base, cand = 4.3 * (1 + rng.gauss(0, spread)), 4.3 * (1 + rng.gauss(0, spread))
+        if rng.random() < deviant:  # one process slowed 2x, on either side
+            if rng.random() < 0.5:
+                base *= 2
+            else:
+                cand *= 2
         pairs.append(
             (
                 [base * (1 + rng.gauss(0, 0.01)) for _ in range(calls)],
@@ -41,7 +62,10 @@ def evaluation(rng: random.Random, spread: float, start: int, most: int, agree: 
     while len(pairs) < most and ratios_disagree(pairs, agree):  # the harness's rule (timing_phase.run_timing)
         add()
     ci = hierarchical_ratio_ci(pairs, resamples=300, seed=rng.randrange(1 << 30))
-    return pooled_ratio(pairs), ci, len(pairs)
+    made = log_ratio_interval(pairs, resamples=300, seed=rng.randrange(1 << 30))
+    assert made is not None
+    point, log_ci, _, _ = made
+    return pooled_ratio(pairs), ci, len(pairs), point, log_ci, pair_log_ratios(pairs)
 
 
 def main() -> None:
@@ -51,18 +75,33 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--agreement", type=float, default=0.03)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--deviant", type=float, default=0.0, help="chance a pair has one side slowed 2x")
+    ap.add_argument("--unstable-agreement", type=float, default=0.05)
     a = ap.parse_args()
     for start, most in ((1, 1), (2, 4), (3, 4)):
         rng = random.Random(a.seed)
-        runs = [evaluation(rng, a.spread, start, most, a.agreement, a.calls) for _ in range(a.evaluations)]
-        held = [ci is not None and ci[0] <= 1.0 <= ci[1] for _, ci, _ in runs]
-        points = sorted(p for p, _, _ in runs)
-        at_two = [h for h, (_, _, k) in zip(held, runs, strict=True) if k == 2]
+        runs = [evaluation(rng, a.spread, start, most, a.agreement, a.calls, a.deviant) for _ in range(a.evaluations)]
+        held = [ci is not None and ci[0] <= 1.0 <= ci[1] for _, ci, *_ in runs]
+        points = sorted(r[0] for r in runs)
+        at_two = [h for h, r in zip(held, runs, strict=True) if r[2] == 2]
         print(
             f"start {start}, at most {most} pairs: interval holds 1.0 in {sum(held)} of {len(runs)} "
-            f"({sum(held) / len(runs):.0%}); pairs run {statistics.mean(k for *_, k in runs):.2f} on average; "
+            f"({sum(held) / len(runs):.0%}); pairs run {statistics.mean(r[2] for r in runs):.2f} on average; "
             f"speedups 5-95 % {points[len(points) // 20]:.3f}-{points[-1 - len(points) // 20]:.3f}; "
             f"stopped at two {len(at_two)} times, held {sum(at_two)}"
+        )
+        old_width = statistics.median(ci[1] / ci[0] if ci and ci[0] > 0 else float("inf") for _, ci, *_ in runs)
+        log_held = [ci[0] <= 1.0 <= ci[1] for *_, ci, _ in runs]
+        new_points = sorted(r[3] for r in runs)
+        zero = sum(ci[0] <= 0 for *_, ci, _ in runs)
+        unstable = [bool(r[2] >= most and pairs_unstable(r[5], a.unstable_agreement)) for r in runs]
+        stable_held = [h for h, u in zip(log_held, unstable, strict=True) if not u]
+        print(
+            f"    log-scale interval: holds 1.0 in {sum(log_held)} of {len(runs)} ({sum(log_held) / len(runs):.0%}); "
+            f"median width x{statistics.median(ci[1] / ci[0] for *_, ci, _ in runs):.3f} (earlier x{old_width:.3f}); "
+            f"reaching 0: {zero}; point 5-95 % {new_points[len(new_points) // 20]:.3f}-"
+            f"{new_points[-1 - len(new_points) // 20]:.3f}; timing unstable {sum(unstable)}, the others hold 1.0 in "
+            f"{sum(stable_held)} of {len(stable_held)}"
         )
 
 
