@@ -241,11 +241,11 @@ def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool
             memory_ratio=_number(result.memory_ratio, positive=True),
             candidate_ms=_number(result.timing.candidate.median_ms, positive=True),
             error=result.error[:ERROR_MAX_CHARS],
+            harness_seconds=harness_seconds(evaluation=evaluation, phases=result.phases),
         )
         if updated != 1:
             log.warning("evaluation %s: result of a stale attempt ignored", evaluation.pk)
             return False
-            harness_seconds=harness_seconds(evaluation=evaluation, phases=result.phases),
         _store_distributions(evaluation, result.distributions)
         _store_baselines(evaluation, result)
         _count_finished(evaluation, correct=correct)
@@ -255,11 +255,6 @@ def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool
     return True
 
 
-def _store_distributions(evaluation: Evaluation, distributions: list[Distribution]) -> None:
-    rows = []
-    for item in distributions:
-        if item.name not in DistributionResult.Name.values:
-            continue
 def harness_seconds(*, evaluation: Evaluation, phases: dict[str, Any] | None = None) -> float:
     """What one attempt cost, for the compute budget (evaluator.selectors.budget): the harness's own total less
     its wait for the GPU lock when the record has it, else the sum of its phases, never more than the attempt's
@@ -278,6 +273,11 @@ def harness_seconds(*, evaluation: Evaluation, phases: dict[str, Any] | None = N
     return round(max(0.0, used), 3)
 
 
+def _store_distributions(evaluation: Evaluation, distributions: list[Distribution]) -> None:
+    rows = []
+    for item in distributions:
+        if item.name not in DistributionResult.Name.values:
+            continue
         trials = item.trials
         rows.append(
             DistributionResult(
