@@ -107,6 +107,63 @@ class DistributionResult(models.Model):
         return f"{self.name} of evaluation {self.evaluation_id}"
 
 
+class SeedCommitment(models.Model):
+    """The master seed an evaluation's secret seeds derived from (evaluator/harness/seeds.py). Kept here, never in
+    the published record, whose `environment.seeds_digest` commits to it; revealed (`revealed_at`) once the
+    evaluation is superseded or SEEDS_REVEAL_AFTER_DAYS old, so that anyone can re-run the verdict
+    (`manage.py reproduce`). A digest is unique: a master seed serves one evaluation only."""
+
+    evaluation = models.OneToOneField(Evaluation, on_delete=models.CASCADE, related_name="seed_commitment")
+    master = models.CharField(max_length=64)
+    digest = models.CharField(max_length=64, unique=True)
+    scheme = models.CharField(max_length=32)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revealed_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    def __str__(self) -> str:
+        return f"seeds of evaluation {self.evaluation_id} ({'revealed' if self.revealed_at else 'secret'})"
+
+
+class ReEvaluation(models.Model):
+    """Why an evaluation was queued by the site itself: a ranked kernel measured on a software or hardware stack
+    that workers no longer run (evaluator.services.reruns.champions_rerun). One per kernel, hardware and stack, so a
+    mixed fleet cannot queue the same kernel over and over."""
+
+    evaluation = models.OneToOneField(Evaluation, on_delete=models.CASCADE, related_name="re_evaluation")
+    previous = models.ForeignKey(Evaluation, null=True, on_delete=models.SET_NULL, related_name="+")
+    kernel = models.ForeignKey("leaderboard.Kernel", on_delete=models.CASCADE, related_name="re_evaluations")
+    hardware = models.CharField(max_length=50)
+    stack = models.CharField(max_length=300, help_text="The stack it was queued for (torch, CUDA, driver, GPU).")
+    previous_stack = models.CharField(max_length=300, blank=True)
+    estimated_seconds = models.FloatField(default=0, help_text="Charged to RERUN_GPU_SECONDS_PER_DAY.")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["kernel", "hardware", "stack"], name="reevaluation_once_per_stack")
+        ]
+
+    def __str__(self) -> str:
+        return f"re-evaluation of kernel {self.kernel_id} on {self.hardware} for {self.stack}"
+
+
+class Webhook(models.Model):
+    """An account's URL, called (POST, JSON) when one of its submissions finishes; the body is signed with
+    HMAC-SHA256 under `secret`, in the X-KBV-Signature header (evaluator.services.webhooks)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="webhook")
+    url = models.URLField(max_length=500)
+    secret = models.CharField(max_length=64)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_delivery_at = models.DateTimeField(null=True, blank=True)
+    last_status = models.CharField(max_length=300, blank=True)
+
+    def __str__(self) -> str:
+        return f"webhook of {self.user} -> {self.url}"
+
+
 class Baseline(models.Model):
     """The reference Model's timing and peak memory for one problem, hardware, torch version and precision mode.
 

@@ -25,6 +25,7 @@ from evaluator.harness.record import Distribution, Record
 from evaluator.models import Baseline, DistributionResult, Evaluation
 from evaluator.services.baselines import baseline_add_sample, baseline_fields
 from evaluator.services.degenerate import problem_degenerate_check
+from evaluator.services.seeds import seeds_commit, seeds_take, seeds_used
 from evaluator.services.work import problem_work_from_record
 from evaluator.values import finite_json as finite
 from evaluator.values import finite_number as _number
@@ -215,6 +216,9 @@ def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool
     aggregates, the submission's counters, and (when the reference output was constant) the problem's degenerate
     status. A record that is not one (evaluator/harness/record.py) fails the
     evaluation instead. Returns False (and stores nothing) if this attempt no longer owns the row."""
+    record, master = seeds_take(record)  # the master seed is kept apart, never in the stored record
+    if seeds_used(master):
+        return evaluation_fail(evaluation=evaluation, error="the harness reused a master seed of another evaluation")
     try:
         result = Record.from_dict(finite(record))
     except ValueError as exc:
@@ -249,6 +253,7 @@ def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool
         _store_distributions(evaluation, result.distributions)
         _store_baselines(evaluation, result)
         _count_finished(evaluation, correct=correct)
+        seeds_commit(evaluation=evaluation, master=master, record=record)
     if result.reference_constant:
         problem_degenerate_check(problem_id=evaluation.kernel.problem_id)
     problem_work_from_record(problem_id=evaluation.kernel.problem_id, speed_of_light=result.speed_of_light)

@@ -1,0 +1,46 @@
+"""Reads about revealed master seeds: what the inspector shows and what `manage.py reproduce` needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from evaluator.models import Evaluation, SeedCommitment
+
+
+@dataclass(frozen=True, slots=True)
+class RevealedSeeds:
+    """A revealed master seed with the commands that re-run its verdict."""
+
+    evaluation_id: int
+    master: str
+    digest: str
+    scheme: str
+    revealed_at: datetime
+
+    @property
+    def command(self) -> str:
+        return f".venv/bin/python manage.py reproduce {self.evaluation_id}"
+
+    @property
+    def harness_command(self) -> str:
+        return (
+            "python -m evaluator.harness PROBLEM.py KERNEL.py --device cpu|cuda "
+            f"--seeds {self.master} --compare RECORD.json"
+        )
+
+
+def revealed_seeds(*, evaluation_id: int) -> RevealedSeeds | None:
+    """The evaluation's master seed if it has been revealed, else None (secret, or none was kept)."""
+    row = SeedCommitment.objects.filter(evaluation_id=evaluation_id, revealed_at__isnull=False).first()
+    if row is None or row.revealed_at is None:
+        return None
+    return RevealedSeeds(row.evaluation_id, row.master, row.digest, row.scheme, row.revealed_at)
+
+
+def master_seed(*, evaluation: Evaluation, revealed_only: bool = True) -> str | None:
+    """The master seed of `evaluation` (only a revealed one unless `revealed_only` is False: staff on the server)."""
+    rows = SeedCommitment.objects.filter(evaluation_id=evaluation.pk)
+    if revealed_only:
+        rows = rows.filter(revealed_at__isnull=False)
+    return rows.values_list("master", flat=True).first()

@@ -1,0 +1,91 @@
+"""Re-run a verdict from its record and its revealed master seed (`manage.py reproduce EVALUATION_ID`).
+
+The problem and kernel sources, the hardware label and the recorded options come from the database; every secret
+seed derives from the revealed master (evaluator/harness/seeds.py), so on the same hardware and software the
+correctness gate meets the same inputs and gives the same per-distribution figures. Nothing is stored: a
+reproduction is not an evaluation, and its seeds, revealed already, never serve one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from evaluator.harness import reproduce, seeds
+from evaluator.models import Evaluation
+from evaluator.selectors.seeds import master_seed
+from evaluator.services.evaluations import device_for, time_limits
+
+# The recorded options a reproduction must repeat (environment.options of the record); timing knobs are the
+# harness defaults of the recorded `quick` mode.
+REPEATED_OPTIONS = ("quick", "compile_baseline", "randomise_params", "verified_trials")
+
+
+class NotReproducible(Exception):
+    """The evaluation has no record or no (revealed) master seed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reproduction:
+    evaluation_id: int
+    original: dict[str, Any]
+    again: dict[str, Any]
+
+    @property
+    def differences(self) -> list[reproduce.Difference]:
+        return reproduce.differences(self.original, self.again)
+
+    @property
+    def environment_differences(self) -> list[reproduce.Difference]:
+        return reproduce.environment_differences(self.original, self.again)
+
+    def report(self) -> str:
+        return reproduce.report(self.original, self.again)
+
+
+def reproduction_arguments(
+    *, evaluation: Evaluation, master: str, device: str | None = None, python: str | None = None
+) -> dict[str, Any]:
+    """Keyword arguments for `evaluator.runner.run_evaluation` that repeat `evaluation` with seeds from `master`."""
+    record = evaluation.result or {}
+    recorded = (record.get("environment") or {}).get("options") or {}
+    options = {k: recorded[k] for k in REPEATED_OPTIONS if k in recorded}
+    options |= {"hardware": evaluation.hardware, "seeds": seeds.check(master)}
+    return {
+        "problem_source": evaluation.kernel.problem.source,
+        "kernel_source": evaluation.kernel.source,
+        "device": device or device_for(evaluation.hardware),
+        "timeout": time_limits().harness,
+        "work_root": settings.EVALUATOR_WORK_DIR,
+        "compile_cache_dir": settings.EVALUATOR_COMPILE_CACHE_DIR,
+        "python": python or settings.EVALUATOR_PYTHON or None,
+        "require_sandbox": settings.EVALUATOR_REQUIRE_SANDBOX,
+        "options": options,
+    }
+
+
+def evaluation_reproduce(
+    *, evaluation_id: int, device: str | None = None, python: str | None = None, unrevealed: bool = False
+) -> Reproduction:
+    """Run the harness again on `evaluation_id`'s kernel and problem with its master seed; compare the records.
+    `unrevealed`: use a master seed not yet revealed (staff on the server only; the command's --unrevealed)."""
+    from evaluator import runner
+
+    evaluation = Evaluation.objects.select_related("kernel__problem").filter(pk=evaluation_id).first()
+    if evaluation is None or evaluation.status != Evaluation.Status.DONE or not evaluation.result:
+        raise NotReproducible(f"evaluation {evaluation_id} has no verdict to reproduce")
+    master = master_seed(evaluation=evaluation, revealed_only=not unrevealed)
+    if master is None:
+        raise NotReproducible(
+            f"evaluation {evaluation_id}'s seeds are not revealed yet (revealed once superseded or "
+            f"SEEDS_REVEAL_AFTER_DAYS old) or were never kept (verdicts older than commit-then-reveal)"
+        )
+    again = runner.run_evaluation(
+        **reproduction_arguments(evaluation=evaluation, master=master, device=device, python=python)
+    )
+    again.pop(seeds.RECORD_KEY, None)
+    if (again.get("environment") or {}).get("seeds_digest") not in (None, seeds.digest(master)):
+        raise NotReproducible("the harness did not use the revealed master seed")
+    return Reproduction(evaluation_id=evaluation_id, original=evaluation.result, again=again)

@@ -1,0 +1,67 @@
+"""Commit, then reveal, then reproduce: a demo kernel is evaluated by the real harness on the CPU, its master seed is
+kept apart from the published record, revealed once due, and `manage.py reproduce` re-runs the verdict with it
+and gets the same per-distribution figures."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from catalogue.models import Problem
+from evaluator.harness import seeds
+from evaluator.models import Evaluation, SeedCommitment
+from evaluator.selectors.seeds import revealed_seeds
+from evaluator.services.seeds import reveal_after, seeds_reveal_due
+from evaluator.tasks.evaluation import evaluate_kernel
+from tests.factories import KernelFactory, SubmissionFactory
+from tests.pipeline.helpers import demo_kernel
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+
+
+def _queued(demo_problems, level: int, problem_id: int, sample: int) -> Evaluation:
+    problem = Problem.objects.get(problem_set="demo", level=level, problem_id=problem_id)
+    source = demo_kernel(level, problem_id, sample)
+    kernel = KernelFactory(
+        problem=problem,
+        source=source,
+        sample=sample,
+        submission=SubmissionFactory(hardware="cpu", problem_set="demo", status="received", kernel_count=1),
+    )
+    return Evaluation.objects.create(kernel=kernel, hardware="cpu")
+
+
+def test_revealed_seeds_reproduce_the_verdict(demo_problems):
+    # The shape-guard hack (L1/1 sample 1): passes D1-D3, fails D4, so both outcomes must come back the same.
+    evaluation = _queued(demo_problems, 1, 1, 1)
+    evaluate_kernel.apply(args=[evaluation.pk])
+    evaluation.refresh_from_db()
+    assert evaluation.status == Evaluation.Status.DONE and evaluation.correct is False, evaluation.error
+    assert [d.passed for d in evaluation.distributions.order_by("name")] == [True, True, True, False]
+
+    # Committed: the published record holds the digest, never the master seed.
+    commitment = SeedCommitment.objects.get(evaluation=evaluation)
+    assert seeds.RECORD_KEY not in evaluation.result and commitment.master not in str(evaluation.result)
+    digest = evaluation.result["environment"]["seeds_digest"]
+    assert digest == hashlib.sha256(commitment.master.encode()).hexdigest() == commitment.digest
+    assert revealed_seeds(evaluation_id=evaluation.pk) is None
+    with pytest.raises(CommandError, match="not revealed yet"):
+        call_command("reproduce", evaluation.pk)
+
+    # Not due before the published delay; due after it.
+    assert seeds_reveal_due(now=evaluation.finished_at + reveal_after() - timedelta(minutes=1)) == 0
+    assert seeds_reveal_due(now=evaluation.finished_at + reveal_after()) == 1
+    shown = revealed_seeds(evaluation_id=evaluation.pk)
+    assert shown is not None and shown.master == commitment.master
+    assert f"manage.py reproduce {evaluation.pk}" in shown.command
+
+    out = io.StringIO()
+    call_command("reproduce", evaluation.pk, "--strict", stdout=out)
+    text = out.getvalue()
+    assert "identical: every per-distribution pass/fail and error figure is the same" in text, text
+    assert "D4: FAIL" in text and "D1: pass" in text
