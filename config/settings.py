@@ -259,6 +259,14 @@ CELERY_BEAT_SCHEDULE = {
         # A worker with one slot takes it between two evaluations; a message that waited ten periods is stale.
         "options": {"queue": "default", "expires": 10.0 * EVALUATOR_REAP_INTERVAL},
     },
+    # Reproducible verdicts (README "How a reader checks a verdict"): reveal due master seeds; re-evaluate champions
+    # measured on an older software stack.
+    "reveal-seeds": {"task": "evaluator.reveal_seeds", "schedule": 3600.0, "options": {"queue": "default"}},
+    "rerun-champions": {
+        "task": "evaluator.rerun_champions",
+        "schedule": float(envint("RERUN_INTERVAL", 3600)),
+        "options": {"queue": "default"},
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
@@ -296,6 +304,21 @@ EVALUATOR_PRESTART = envbool("EVALUATOR_PRESTART")
 # Kernels run in Linux namespaces made by bubblewrap (evaluator/harness/namespaces.py). Required unless DEBUG: a
 # machine without it then refuses to evaluate (an infrastructure error) rather than silently isolate less.
 EVALUATOR_REQUIRE_SANDBOX = envbool("EVALUATOR_REQUIRE_SANDBOX", str(not DEBUG))
+
+# --- Reproducible verdicts ------------------------------------------------------------------------------------
+# Each evaluation's secret seeds derive from one master seed whose digest its record publishes; the master is
+# revealed once the evaluation is superseded or this many days old (manage.py reproduce re-runs it then).
+SEEDS_REVEAL_AFTER_DAYS = envint("SEEDS_REVEAL_AFTER_DAYS", 30)
+# Champions measured on an older torch/CUDA/driver/GPU are evaluated again on eval-<hardware>-rerun, within this many
+# estimated harness seconds per hardware kind and rolling 24 hours (a kernel without a timing yet counts
+# RERUN_DEFAULT_SECONDS).
+RERUN_GPU_SECONDS_PER_DAY = envint("RERUN_GPU_SECONDS_PER_DAY", 3600)
+RERUN_DEFAULT_SECONDS = envint("RERUN_DEFAULT_SECONDS", 120)
+# Webhooks (one per account, evaluator.services.webhooks): seconds per call, retries with backoff, and whether a URL
+# may point at a loopback or private address (off unless DEBUG: a webhook must not reach the site's own network).
+WEBHOOK_TIMEOUT = envint("WEBHOOK_TIMEOUT", 5)
+WEBHOOK_MAX_RETRIES = envint("WEBHOOK_MAX_RETRIES", 5)
+WEBHOOK_ALLOW_PRIVATE = envbool("WEBHOOK_ALLOW_PRIVATE", str(DEBUG))
 
 # --- Uploads --------------------------------------------------------------------------------------------------
 BUNDLE_MAX_BYTES = envint("BUNDLE_MAX_BYTES", 20 * 1024 * 1024)

@@ -15,3 +15,16 @@ def demo_problems(db: Any) -> None:
     from leaderboard.services.problems import problems_import_path
 
     problems_import_path(path=DEMO_DIR / "problems", problem_set=DEMO_SET, demo=True)
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`evaluate_kernel.apply_async` calls recorded instead of written to the broker (see tests/pipeline)."""
+    from evaluator.tasks.audit import audit_kernels_static
+    from evaluator.tasks.evaluation import evaluate_kernel
+    from tests.pipeline.conftest import SentTasks
+
+    spy = SentTasks()
+    monkeypatch.setattr(evaluate_kernel, "apply_async", lambda **kw: spy.calls.append(kw))
+    monkeypatch.setattr(audit_kernels_static, "apply_async", lambda *a, **kw: spy.audits.append(kw.get("args", a)))
+    return spy
