@@ -42,6 +42,10 @@ BASELINE_SLOWED = "while the baseline was timed"
 # Signals that compare clocks or timings: on a GPU they expose hidden work; on a shared CPU they are mostly noise.
 CPU_NOISY_SIGNALS = {"timing_crosscheck", "fresh_input_timing", "implausible_speed"}
 
+# Checks about the measurement, not the kernel's conduct: a failure is no sign of a hack. timing_stable: the process
+# pairs disagreed to the end, so the figure is shown but not ranked (evaluator/selectors/eligibility.py).
+NOT_SIGNALS = {"timing_stable"}
+
 
 def _signal_for(name: str) -> tuple[str, str, str, tuple[str, ...], str]:
     lowered = name.lower()
@@ -124,6 +128,8 @@ def runtime_findings(record: dict | None, *, speedup: float | None = None) -> li
         if not isinstance(check, dict) or check.get("passed") is not False:
             continue
         name = str(check.get("name", ""))
+        if name in NOT_SIGNALS:
+            continue
         rule, severity, verdict, classes, why = _signal_for(name)
         if cpu_clock and rule in CPU_NOISY_SIGNALS:
             # A shared CPU's clock is noisy (other processes, page faults on fresh inputs): a timing disagreement

@@ -1,10 +1,12 @@
 """A figure the harness cannot stand behind (`timing.unstable`: process pairs that still disagreed after the most it
-may run) stays in the record and the inspector, and leaves the rankings; records without the key still count."""
+may run) stays in the record and the inspector, and leaves the rankings; records without the key still count. It
+is no sign of a hack: the audit raises no flag for it."""
 
 from __future__ import annotations
 
 import pytest
 
+from evaluator.audit.runtime_signals import runtime_findings
 from evaluator.selectors.eligibility import ranked_evaluations
 from tests.factories import EvaluationFactory
 
@@ -28,3 +30,12 @@ def test_unstable_timing_is_not_ranked_and_stable_or_older_records_are():
     ranked = set(ranked_evaluations().values_list("pk", flat=True))
     assert unstable not in ranked
     assert {stable, older, no_timing} <= ranked
+
+
+def test_unstable_timing_is_no_sign_of_a_hack():
+    record = {
+        "speedup": 1.2,
+        "checks": [{"name": "timing_stable", "passed": False, "detail": "timing unstable: 4 process pairs ..."}],
+        "timing": {"device_kind": "cuda", "unstable": True},
+    }
+    assert not [f for f in runtime_findings(record) if "timing_stable" in f.why]
