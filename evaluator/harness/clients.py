@@ -32,8 +32,56 @@ NOT_A_YARDSTICK = frozenset(
     }
 )
 
-# A kernel's first call of these in a worker process may build its code (not a hang): uncapped once per process.
+# A kernel's first call of these in a worker process may build its code (not a hang): bounded by the load step's
+# limit (not the hang yardstick) once per process.
 FIRST_CALL_COMPILES = frozenset({Command.RUN, Command.TIMING_SETUP})
+
+# What the orchestrator reads of each candidate reply, with its type. The kernel shares its process with the worker
+# and can write a line of its own on the reply pipe: a reply that lacks one of these, or has it of another type, is
+# the kernel's doing and rejects it (a key read later that is missing does too: CandidateReply), never a crash of ours.
+_NUMBER = (int, float)
+CANDIDATE_REPLY_FIELDS: dict[Command, dict[str, type | tuple[type, ...]]] = {
+    Command.LOAD: {"compile_s": _NUMBER, "state": list},
+    Command.LOAD_PARAMS: {"loaded": int},
+    Command.RUN: {"plain": bool, "inputs_unchanged": bool},
+    Command.TIME_BLOCK: {"times": list, "walls": list},
+    Command.TIME_FRESH: {"times": list, "walls": list},
+    Command.SAVE_KEPT: {"saved": (dict, list)},
+    Command.INTEGRITY: {"tampered": list, "threads": list},
+    Command.LAUNCHED_KERNELS: {"events": (list, type(None))},
+}
+
+
+class MalformedReply(CandidateFailed):
+    """The candidate's reply is not what its worker sends: the kernel wrote on the reply pipe."""
+
+    def __init__(self, cmd: str, what: str) -> None:
+        super().__init__(
+            f"rejected: the candidate's reply to {cmd} is malformed ({what}); a kernel must not write on the "
+            "harness's reply channel",
+            "rejected",
+        )
+
+
+class CandidateReply(dict):
+    """A candidate reply: reading a key it lacks rejects the kernel instead of raising KeyError in the harness."""
+
+    cmd = ""
+
+    def __missing__(self, key: str) -> Any:
+        raise MalformedReply(self.cmd, f"no {key!r}")
+
+
+def check_reply(cmd: Command, reply: Reply) -> CandidateReply:
+    for key, kind in CANDIDATE_REPLY_FIELDS.get(cmd, {}).items():
+        if key not in reply:
+            raise MalformedReply(cmd, f"no {key!r}")
+        value = reply[key]
+        if not isinstance(value, kind) or (kind is _NUMBER and isinstance(value, bool)):
+            raise MalformedReply(cmd, f"{key!r} is a {type(value).__name__}")
+    typed = CandidateReply(reply)
+    typed.cmd = str(cmd)
+    return typed
 
 
 class Deadline:
@@ -145,14 +193,19 @@ class CandidateClient:
         self.hang_factor = hang_factor
         self.hang_grace_s = hang_grace_s
         self.first_calls: set[Command] = set()  # commands this worker process has already answered once
+        # The load step's own bound (import, build, __init__; and each first call that may compile), set by the
+        # setup phase from the compile cache's state: None leaves only the harness timeout.
+        self.load_limit_s: float | None = None
 
     def hang_limit(self, cmd: Command) -> float | None:
         """Seconds a candidate step may take before it counts as a hang: far past the reference's slowest step.
-        Compiling and start-up have no reference counterpart and are bounded by the harness timeout only, and so
-        is the first forward and the first timing set-up of each worker process: that is where a kernel may
-        legitimately compile (load_inline on the first call, Triton's and torch.compile's first-call builds)."""
+        Loading the kernel has no reference counterpart and is bounded by the load limit instead, and so is the
+        first forward and the first timing set-up of each worker process: that is where a kernel may legitimately
+        compile (load_inline on the first call, Triton's and torch.compile's first-call builds)."""
         first = cmd in FIRST_CALL_COMPILES and cmd not in self.first_calls
-        if cmd in NOT_A_YARDSTICK or first or not self.reference.slowest:
+        if cmd == Command.LOAD or first:
+            return self.load_limit_s
+        if cmd in NOT_A_YARDSTICK or not self.reference.slowest:
             return None
         return self.hang_factor * self.reference.slowest + self.hang_grace_s
 
@@ -166,17 +219,23 @@ class CandidateClient:
             # a hang only while the evaluation still had time to spare after it (else: the plain timeout)
             hung = exc.kind == "timeout" and cap is not None and budget < self.deadline.left()
             raise CandidateFailed(self._why(cmd, exc, cap, hung=hung), self._status(exc)) from exc
-        if not reply.get("ok"):
-            phase = reply.get("phase", cmd)
+        if reply.get("ok") is not True:
+            phase = str(reply.get("phase", cmd))[:40]
             status = "compile_error" if phase == "compile" else "runtime_error"
-            raise CandidateFailed(f"{phase} failed: {reply.get('error', '')}", status)
-        return reply
+            raise CandidateFailed(f"{phase} failed: {str(reply.get('error', ''))[:4000]}", status)
+        return check_reply(cmd, reply)
 
     @staticmethod
     def _status(exc: WorkerError) -> str:
         return "timeout" if exc.kind == "timeout" else "runtime_error"
 
     def _why(self, cmd: Command, exc: WorkerError, cap: float | None, *, hung: bool) -> str:
+        if hung and (cmd == Command.LOAD or cmd in FIRST_CALL_COMPILES):
+            return (
+                f"the kernel's load step ran past its {cap:.0f} s bound during {cmd} (import, build, __init__ "
+                "and first calls are bounded on their own, well under the harness timeout); its processes were "
+                "killed"
+            )
         if hung:
             return (
                 f"the kernel hung: {cmd} ran past {cap:.0f} s ({self.hang_factor:g}x the "

@@ -33,12 +33,28 @@ class Folders:
     ref: Path  # the reference worker's; the kernel may not enter it
     cand: Path  # the kernel's own
     io: Path  # outputs on their way to the reference (file hand-over)
-    handoff: Path  # files written by the clean side for the kernel to read (params), never to write
+    handoff: Path  # files written by the clean side for the kernel to read (kernel, init, params), never to write
+    build: Path  # the kernel's extension builds: its to fill, but in our folder, so it cannot be swapped for a link
 
     @classmethod
     def under(cls, work: Path) -> Folders:
         cand = work / "candidate"
-        return cls(work=work, ref=work / "reference", cand=cand, io=cand / "io", handoff=work / "handoff")
+        return cls(
+            work=work,
+            ref=work / "reference",
+            cand=cand,
+            io=cand / "io",
+            handoff=work / "handoff",
+            build=work / "build",
+        )
+
+    @property
+    def kernel_file(self) -> Path:
+        return self.handoff / "kernel.py"
+
+    @property
+    def init_file(self) -> Path:  # the reference's initial state, written by the reference worker
+        return self.handoff / "init.pt"
 
 
 def memory_limit(opts: Options) -> int:
@@ -114,9 +130,11 @@ class Workers:
             os.chmod(f.work, 0o711)
             os.chmod(f.ref, 0o700)
         f.handoff.mkdir(mode=0o755, exist_ok=True)  # the orchestrator's: the kernel may read here, never write
+        f.build.mkdir(mode=0o700, exist_ok=True)  # the kernel's to fill; in our folder, so never a planted link
         plan = self._plan(python, uid, gid) if self.sandbox == "namespaces" else None
         if ident is not None:
             give_to(f.cand, ident)
+            give_to(f.build, ident)
             os.chmod(f.io, 0o700)
         cand_env = build_env(private_dir=f.cand)
         if plan is not None:
@@ -155,23 +173,24 @@ class Workers:
             wrap=plan.wrap if plan else None,
             extra_fds=(self.fd_socks[0].fileno(),) if self.fd_socks else (),
             disk_limit_bytes=self.opts.work_dir_mb << 20,
+            disk_dirs=(f.build,),
         )
         self.ref.start()
         emit({"event": "worker", "role": "reference", "pid": self.ref.pid})
         self.cand.start()  # both import torch in parallel
         emit({"event": "worker", "role": "candidate", "pid": self.cand.pid})
+        self.limits["cgroup"] = self.cand.cgroup_reason  # for the record: how the kernel's processes are counted
 
     def _plan(self, python: str, uid: int, gid: int) -> Plan:
         """The bubblewrap command line around the candidate (namespaces.py), and the /etc files it binds."""
         f = self.folders
-        (f.cand / "build").mkdir(exist_ok=True)
         bwrap = bwrap_path()
         assert bwrap is not None  # choose_mode found it
         plan = Plan(
             bwrap=bwrap,
             python=python,
             private_dir=f.cand,
-            build_dir=f.cand / "build",
+            build_dir=f.build,
             etc_dir=f.work / "sandbox-etc",
             handoff_dir=f.handoff,
             cuda=self.cuda,
@@ -210,7 +229,7 @@ class Workers:
         stray = self._end_processes()
         if not self.opts.keep_workdir:
             shutil.rmtree(self.folders.io, ignore_errors=True)
-            shutil.rmtree(self.folders.cand / "build", ignore_errors=True)
+            shutil.rmtree(self.folders.build, ignore_errors=True)
         if self.lease is not None:
             self.lease.release()  # after the kernel's processes are gone: the next evaluation may take this uid
         return stray

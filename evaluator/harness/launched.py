@@ -11,11 +11,12 @@ stdlib only: the orchestrator builds the record's `launched_kernels` from the wo
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from evaluator.harness.beneath import read_path
 
 TOP = 25  # kernels listed per side (the rest are summed into "other")
 
@@ -109,17 +110,14 @@ TRACE_MAX_BYTES = 256 << 20
 
 
 def copy_trace(source: Path, dest: Path) -> str | None:
-    """Copy a worker's Chrome trace out of its folder (the candidate's file is untrusted: no links followed, size
-    capped); the copy's name, or None when there is none."""
+    """Copy a worker's Chrome trace out of its folder; the copy's name, or None when there is none. The folder may be
+    the kernel's (its io/): the file is read beneath its grandparent, a folder of ours, from descriptors that follow
+    no link and read no FIFO (beneath.py), at most TRACE_MAX_BYTES."""
     try:
-        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+        data = read_path(source.parent.parent, f"{source.parent.name}/{source.name}", max_bytes=TRACE_MAX_BYTES)
     except OSError:
         return None
     try:
-        with os.fdopen(fd, "rb") as src:
-            data = src.read(TRACE_MAX_BYTES + 1)
-        if len(data) > TRACE_MAX_BYTES:
-            return None
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(data)
         return dest.name

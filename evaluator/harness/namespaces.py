@@ -132,8 +132,14 @@ class Plan:
             os.chmod(self.etc_dir / name, 0o644)
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
-        """The bwrap command line that runs `argv` in this sandbox."""
+        """The bwrap command line that runs `argv` in this sandbox. bwrap mounts in the order given, so the private
+        tmpfs folders come first and every host folder is bound after them: a checkout (its venv, its work folder)
+        under /tmp, /var/tmp or /dev/shm stays visible instead of being hidden by the tmpfs."""
         args = _namespaces_and_system(self.bwrap, self.unprivileged, self.uid, self.gid)
+        args += ["--dev", "/dev", "--proc", "/proc"]
+        size = str(self.tmp_bytes)
+        for path in ("/tmp", "/var/tmp", "/dev/shm"):
+            args += ["--size", size, "--perms", "1777", "--tmpfs", path]
         for name in ETC_FILES:
             args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         args += ["--ro-bind", str(self.etc_dir / "passwd"), "/etc/passwd"]
@@ -143,24 +149,13 @@ class Plan:
         harness = REPO_ROOT / "evaluator"
         args += ["--ro-bind", str(harness / "__init__.py"), str(harness / "__init__.py")]
         args += ["--ro-bind", str(harness / "harness"), str(harness / "harness")]
-        args += [
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--ro-bind-try",
-            "/sys/devices/system/cpu",
-            "/sys/devices/system/cpu",
-        ]
+        args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
         if self.cuda:  # the GPU's device nodes and what the driver reads to enumerate it (not /sys/class: the host's
             # network interfaces are listed there)
             for node in sorted(glob.glob("/dev/nvidia*")):
                 args += ["--dev-bind", node, node]
             for path in ("/sys/devices", "/sys/bus", "/sys/module", "/proc/driver/nvidia"):
                 args += ["--ro-bind-try", path, path]
-        size = str(self.tmp_bytes)
-        for path in ("/tmp", "/var/tmp", "/dev/shm"):
-            args += ["--size", size, "--perms", "1777", "--tmpfs", path]
         args += ["--bind", str(self.private_dir), str(self.private_dir)]
         if self.handoff_dir is not None:
             args += ["--ro-bind", str(self.handoff_dir), str(self.handoff_dir)]
@@ -223,6 +218,45 @@ def choose_mode(*, uid: int, gid: int, environ: dict[str, str] | None = None) ->
     return mode, f"{MODE_VAR}={mode}"
 
 
+def probe_worker(python: str, work_root: Path) -> str | None:
+    """Start `python` through the real sandbox, as a kernel's worker would be (its user, its folders under
+    `work_root`, the harness and torch imported): None when it works, else why not. `make install` runs it, so a
+    layout the sandbox cannot serve fails there, not on the first upload."""
+    import tempfile
+
+    from evaluator.harness.privileges import UID_BASE, check_runtime, give_to, open_path
+    from evaluator.harness.sandbox import build_env
+
+    root = os.geteuid() == 0
+    uid, gid = (UID_BASE, UID_BASE) if root else (os.getuid(), os.getgid())
+    work_root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="sandbox-probe-", dir=work_root))
+    try:
+        private, build = work / "candidate", work / "build"
+        for folder in (private / "tmp", build):
+            folder.mkdir(parents=True)
+        ident = (uid, gid) if root else None
+        if ident is not None:
+            open_path(work, ident)
+            os.chmod(work, 0o711)
+            give_to(private, ident)
+            give_to(build, ident)
+        plan = Plan(
+            bwrap=bwrap_path() or "bwrap",
+            python=python,
+            private_dir=private,
+            build_dir=build,
+            etc_dir=work / "sandbox-etc",
+            cuda=False,
+            uid=uid,
+            gid=gid,
+        )
+        plan.write_etc()
+        return check_runtime(python, ident, env=build_env(private_dir=private), cwd=private, wrap=plan.wrap)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 if __name__ == "__main__":  # `python -m evaluator.harness.namespaces`: which sandbox this machine gives kernels
     uid = 200000 if os.geteuid() == 0 else os.getuid()
     try:
@@ -230,4 +264,13 @@ if __name__ == "__main__":  # `python -m evaluator.harness.namespaces`: which sa
     except (SandboxUnavailable, ValueError) as exc:
         print(f"sandbox: {exc}")
         sys.exit(1)
+    if chosen == "namespaces":  # the real interpreter, through the real sandbox, under the real work folder
+        work_root = Path(os.environ.get("EVALUATOR_WORK_DIR") or REPO_ROOT / "var" / "work")
+        why = probe_worker(os.environ.get("EVALUATOR_PYTHON") or sys.executable, work_root)
+        if why is not None:
+            print(
+                f"sandbox: namespaces cannot start this checkout's worker ({why}). Move the checkout out of a "
+                f"folder the sandbox hides, or run `{sys.executable} -m evaluator.harness.privileges --open` as root"
+            )
+            sys.exit(1)
     print(f"sandbox: {chosen}" + (f" ({reason})" if reason else ""))

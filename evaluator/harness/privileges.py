@@ -227,8 +227,11 @@ def _walk_chown(path: Path, uid: int, gid: int, strip_write: bool) -> None:
             os.chown(name, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
             return
         try:
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+                return  # a hard link may be another user's file (a kernel's link to /etc/shadow): never chowned
             os.fchown(fd, uid, gid)
-            mode = stat.S_IMODE(os.fstat(fd).st_mode)
+            mode = stat.S_IMODE(info.st_mode)
             if strip_write and mode & 0o022:
                 os.fchmod(fd, mode & ~0o022)
         finally:

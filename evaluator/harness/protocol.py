@@ -112,10 +112,20 @@ class Options:
     paper_loop: bool = False  # also time KernelBench's fixed no-flush loop on both sides, for comparison only
     tmp_mb: int = 1024  # size of each of the sandbox's private tmpfs: /tmp, /var/tmp, /dev/shm
     work_dir_mb: int = 8192  # bytes the kernel may keep in its work folder (outputs, its extension builds)
+    # The compile cache keeps at most this much of one kernel's build products, and at most compile_cache_max_mb in
+    # all (least recently used entries go first: compile_cache.evict).
+    compile_cache_entry_mb: int = 512
+    compile_cache_max_mb: int = 16384
     # A candidate call that runs past hang_factor x the reference's slowest step + hang_grace_s is a hang: the
     # evaluation ends as a timeout then (and frees the GPU), not after the whole harness timeout.
     hang_factor: float = 20.0
     hang_grace_s: float = 30.0
+    # The load step (import, extension build, __init__, and each worker's first forward and timing set-up, where a
+    # kernel may compile) has a bound of its own, well under the harness timeout: load_cold_timeout_s when the
+    # kernel's build is not in the compile cache (an H200 load_inline build takes about 47 s), load_timeout_s on a
+    # hit. Past it the evaluation ends as a timeout and frees its worker.
+    load_timeout_s: float = 120.0
+    load_cold_timeout_s: float = 420.0
     # Short problems (issue 17, part 2): the same kernel can time 15 % apart in two processes, because the host's
     # latency to a call's first kernel (26-71 us on the H200) lands inside the events and differs from process to
     # process (benchmarks/results/timing-spread-h200.md). So when the baseline's median is below pairs_below_ms the

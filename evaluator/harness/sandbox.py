@@ -2,8 +2,10 @@
 candidate, when the evaluator is root: see privileges.py), its namespaces sandbox (namespaces.py), pipes, watchdogs
 for host memory and for the bytes kept in its work folder.
 
-stdlib only. The orchestrator owns both ends of each worker's pipes; a worker's stdout and stderr go to a log file
-that is only ever shown cut to its head and tail (never parsed).
+stdlib only. The orchestrator owns both ends of each worker's pipes. A worker's stdout and stderr go into a pipe too,
+drained into memory (its head and tail, never parsed): no log file in a folder the kernel can write, so nothing of
+ours ever opens a path the kernel could have swapped for a link. Each worker runs in a cgroup of its own where the
+machine lets us make one (cgroup.py), so its memory and process limits count every process it starts.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from evaluator.harness.cgroup import Cgroup
 from evaluator.harness.commands import Command
-from evaluator.harness.privileges import Identity, give_to
+from evaluator.harness.privileges import UID_BASE, UID_SLOTS, Identity, give_to
 from evaluator.harness.protocol import ENV_PASSTHROUGH
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+LOG_KEEP_BYTES = 32 * 1024  # of a worker's output: this much of its head and of its tail
 
 
 class WorkerError(Exception):
@@ -75,8 +79,48 @@ def group_pids(pgid: int) -> list[int]:
     return found
 
 
+def tree_pids(root: int, uid: int | None = None) -> list[int]:
+    """A worker's processes without a cgroup: its process tree (in a PID namespace, orphans stay in it), and every
+    process of `uid` (an evaluation's own leased uid: processes that left the tree, setsid or not)."""
+    parents: dict[int, int] = {}
+    owned: set[int] = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read()
+            parents[int(entry.name)] = int(stat[stat.rindex(b")") + 2 :].split()[1])
+            if uid is not None and entry.stat().st_uid == uid:
+                owned.add(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    found = {root} if root in parents else set()
+    grew = True
+    while grew:
+        grew = False
+        for pid, ppid in parents.items():
+            if ppid in found and pid not in found:
+                found.add(pid)
+                grew = True
+    return sorted(found | owned)
+
+
+def pids_rss(pids: list[int]) -> int:
+    """Resident bytes of these processes."""
+    total = 0
+    page = os.sysconf("SC_PAGE_SIZE")
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as fh:
+                total += int(fh.read().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
 def process_group_rss(pgid: int) -> int:
-    """Resident bytes of every process in a process group (cgroup-free memory watchdog)."""
+    """Resident bytes of every process in a process group."""
     total = 0
     page = os.sysconf("SC_PAGE_SIZE")
     for pid in group_pids(pgid):
@@ -110,8 +154,7 @@ class Worker:
     """One long-lived worker process (`role` is "reference" or "candidate"), driven by JSON lines over two pipes.
 
     With `run_as` (uid, gid) the process runs as that user with no supplementary groups, and its private dir (and
-    everything in it: tmp/, its build dirs) becomes that user's, mode 0o700. The log file is opened by this process
-    and handed over as stdout/stderr, so the worker needs no permission on it.
+    everything in it: tmp/, its build dirs) becomes that user's, mode 0o700. Its output goes into a pipe of ours.
     """
 
     def __init__(
@@ -127,6 +170,7 @@ class Worker:
         wrap: Callable[[list[str]], list[str]] | None = None,
         extra_fds: tuple[int, ...] = (),
         disk_limit_bytes: int = 0,
+        disk_dirs: tuple[Path, ...] = (),
     ) -> None:
         self.role = role
         self.private_dir = private_dir
@@ -137,10 +181,16 @@ class Worker:
         self.run_as = run_as
         self.wrap = wrap  # e.g. namespaces.Plan.wrap: the command line that runs the worker in its sandbox
         self.extra_fds = extra_fds  # inherited at the same numbers (the output hand-over socket)
-        self.disk_limit_bytes = disk_limit_bytes  # bytes the worker may keep in its private dir
+        self.disk_limit_bytes = disk_limit_bytes  # bytes the worker may keep in its private dir (and disk_dirs)
+        self.disk_dirs = disk_dirs
         self.proc: subprocess.Popen | None = None
-        self.log_path = private_dir / f"{role}.log"
+        self.cgroup: Cgroup | None = None
+        self.cgroup_reason = "no memory limit"
         self._buffer = b""
+        self._log_head = b""
+        self._log_tail = b""
+        self._log_cut = 0
+        self._log_lock = threading.Lock()
         self._killed_for: str | None = None
         self._stop = threading.Event()
         self.peak_rss = 0
@@ -149,16 +199,28 @@ class Worker:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
+    def _leased_uid(self) -> int | None:
+        """The worker's uid when it is this evaluation's own (a leased one): its processes can be found by it."""
+        if self.run_as is not None and UID_BASE <= self.run_as[0] < UID_BASE + UID_SLOTS:
+            return self.run_as[0]
+        return None
+
     def start(self) -> None:
-        """Spawn the worker in a new session (its pgid is its pid) with only its own two pipe ends."""
-        (self.private_dir / "tmp").mkdir(parents=True, exist_ok=True)
-        identity: dict[str, Any] = {}
+        """Spawn the worker in a new session (its pgid is its pid) with only its own two pipe ends, in a cgroup of its
+        own when one can be made, as `run_as` when given."""
+        self.private_dir.mkdir(parents=True, exist_ok=True)
+        if not os.path.lexists(self.private_dir / "tmp"):  # a later pair: whatever the kernel left there is its own
+            (self.private_dir / "tmp").mkdir()
         if self.run_as is not None:
             give_to(self.private_dir, self.run_as)
             os.chmod(self.private_dir, 0o700)
-            identity = {"user": self.run_as[0], "group": self.run_as[1], "extra_groups": []}
+        if self.memory_limit_bytes:
+            name = f"{os.getpid()}-{self.role}-{time.monotonic_ns()}"
+            nproc = int(self.limits.get("cgroup_pids") or 8192)
+            self.cgroup, self.cgroup_reason = Cgroup.make(name, memory_bytes=self.memory_limit_bytes, pids=nproc)
         cmd_r, self._cmd_w = os.pipe()
         self._rep_r, rep_w = os.pipe()
+        log_r, log_w = os.pipe()
         args = [
             self.python,
             "-m",
@@ -169,43 +231,103 @@ class Worker:
         ]
         if self.wrap is not None:
             args = self.wrap(args)
-        with open(self.log_path, "ab") as log:
+        cgroup, run_as = self.cgroup, self.run_as
+
+        def child() -> None:  # between fork and exec: into the cgroup first (as us), then become the kernel's user
+            if cgroup is not None:
+                cgroup.enter()
+            if run_as is not None:
+                os.setgroups([])
+                os.setresgid(run_as[1], run_as[1], run_as[1])
+                os.setresuid(run_as[0], run_as[0], run_as[0])
+
+        try:
+            if cgroup is not None:
+                cgroup.open_for_child()
             self.proc = subprocess.Popen(
                 args,
                 cwd=self.private_dir,
                 env=self.env,
                 stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
+                stdout=log_w,
+                stderr=log_w,
                 pass_fds=(cmd_r, rep_w, *self.extra_fds),
                 start_new_session=True,
-                **identity,
+                preexec_fn=child if (cgroup is not None or run_as is not None) else None,  # noqa: PLW1509
             )
-        os.close(cmd_r)
-        os.close(rep_w)
+        finally:
+            if cgroup is not None:
+                cgroup.close_for_child()
+            os.close(cmd_r)
+            os.close(rep_w)
+            os.close(log_w)
+        threading.Thread(target=self._drain_log, args=(log_r,), name=f"log-{self.role}", daemon=True).start()
         if self.memory_limit_bytes or self.disk_limit_bytes:
             threading.Thread(target=self._watch_memory, name=f"rss-{self.role}", daemon=True).start()
+
+    def _drain_log(self, fd: int) -> None:
+        """Keep the head and the tail of the worker's output (a kernel may print without end)."""
+        try:
+            while True:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    return
+                with self._log_lock:
+                    if len(self._log_head) < LOG_KEEP_BYTES:
+                        room = LOG_KEEP_BYTES - len(self._log_head)
+                        self._log_head += chunk[:room]
+                        chunk = chunk[room:]
+                    tail = self._log_tail + chunk
+                    self._log_cut += max(0, len(tail) - LOG_KEEP_BYTES)
+                    self._log_tail = tail[-LOG_KEEP_BYTES:]
+        finally:
+            os.close(fd)
+
+    def processes(self) -> list[int]:
+        """Every process of this worker: its cgroup's, else its process tree and its leased uid's."""
+        assert self.proc is not None
+        if self.cgroup is not None:
+            return self.cgroup.pids()
+        return tree_pids(self.proc.pid, self._leased_uid())
 
     def _watch_memory(self) -> None:
         assert self.proc is not None
         ticks = 0
         while not self._stop.wait(0.05) and self.proc.poll() is None:
             ticks += 1
-            if self.memory_limit_bytes:
-                rss = process_group_rss(self.proc.pid)
+            if self.cgroup is not None and self.cgroup.oom_killed():
+                # the kernel's limit killed one of the group's processes: the whole evaluation is over the limit
+                limit = self.memory_limit_bytes >> 20
+                self._killed_for = f"host memory limit exceeded (the cgroup's {limit} MiB; its processes were killed)"
+                self._kill_all()
+                return
+            if self.memory_limit_bytes and (self.cgroup is None or ticks % 4 == 0):
+                # with a cgroup the kernel enforces the limit; this only samples the peak
+                rss = pids_rss(self.processes())
                 self.peak_rss = max(self.peak_rss, rss)
                 if rss > self.memory_limit_bytes:
                     limit = self.memory_limit_bytes >> 20
                     self._killed_for = f"host memory limit exceeded ({rss >> 20} MiB > {limit} MiB)"
-                    kill_group(self.proc.pid)
+                    self._kill_all()
                     return
             if self.disk_limit_bytes and ticks % 20 == 0:  # once a second: walking a build tree costs more
-                used = folder_bytes(self.private_dir)
+                used = sum(folder_bytes(d) for d in (self.private_dir, *self.disk_dirs))
                 if used > self.disk_limit_bytes:
                     limit = self.disk_limit_bytes >> 20
                     self._killed_for = f"work folder limit exceeded ({used >> 20} MiB > {limit} MiB)"
-                    kill_group(self.proc.pid)
+                    self._kill_all()
                     return
+
+    def _kill_all(self) -> None:
+        """SIGKILL the worker's process group and every other process of its own (cgroup, tree, leased uid)."""
+        assert self.proc is not None
+        kill_group(self.proc.pid)
+        if self.cgroup is not None:
+            self.cgroup.kill()
+            return
+        for pid in self.processes():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
     def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send one command and wait for its reply; raise WorkerError on death, timeout or memory kill."""
@@ -249,7 +371,10 @@ class Worker:
             code = self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             code = None
-        kill_group(self.proc.pid)
+        self._kill_all()
+        if self._killed_for is None and self.cgroup is not None and self.cgroup.oom_killed():
+            limit = self.memory_limit_bytes >> 20
+            self._killed_for = f"host memory limit exceeded (the cgroup's {limit} MiB; its processes were killed)"
         if self._killed_for:
             raise WorkerError("memory", self._killed_for)
         if code is not None and code < 0:
@@ -259,10 +384,10 @@ class Worker:
         raise WorkerError("died", f"{self.role} process {how} without answering")
 
     def log_tail(self, limit: int = 1500) -> str:
-        try:
-            data = self.log_path.read_bytes()
-        except OSError:
-            return ""
+        """The worker's output, cut to its head and tail: read from memory, never from a file."""
+        with self._log_lock:
+            head, tail, cut = self._log_head, self._log_tail, self._log_cut
+        data = head + (b"\n[...]\n" if cut else b"") + tail
         text = data.decode("utf-8", "replace").strip()
         return text if len(text) <= limit else text[: limit // 3] + "\n[...]\n" + text[-(2 * limit) // 3 :]
 
@@ -271,9 +396,11 @@ class Worker:
         self._stop.set()
         if self.proc is None:
             return
-        kill_group(self.proc.pid)
+        self._kill_all()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
+        if self.cgroup is not None:
+            self.cgroup.remove()
         for fd in (getattr(self, "_cmd_w", None), getattr(self, "_rep_r", None)):
             if fd is not None:
                 with contextlib.suppress(OSError):

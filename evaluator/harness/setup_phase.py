@@ -7,16 +7,15 @@ stdlib only, like the orchestrator.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import time
 from pathlib import Path
 
-from evaluator.harness.compile_cache import CacheEntry, cache_key
+from evaluator.harness.beneath import copy_in, empty_dir, open_dir, open_trusted_dir
+from evaluator.harness.compile_cache import CacheEntry, cache_key, evict
 from evaluator.harness.context import Context
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.namespaces import BUILD_DIR
-from evaluator.harness.privileges import give_to, open_path, take_back
 from evaluator.harness.verdict import integrity
 
 
@@ -24,15 +23,16 @@ def prepare(ctx: Context) -> None:
     """Copy the problem and kernel into the workers' folders, build the reference, compile and import the kernel."""
     f = ctx.folders
     problem = f.ref / "problem.py"
-    kernel = f.cand / "kernel.py"
     shutil.copyfile(ctx.spec.problem_path, problem)
-    shutil.copyfile(ctx.spec.kernel_path, kernel)  # readable by the candidate's user; its folder stays its own
-    ctx.kernel_source = kernel.read_text(errors="replace")
+    # The kernel's file goes into the hand-over folder (ours, read-only to the kernel), never into its own folder:
+    # nothing of ours is written where the kernel could have planted a link.
+    shutil.copyfile(ctx.spec.kernel_path, f.kernel_file)
+    ctx.kernel_source = f.kernel_file.read_text(errors="replace")
     ctx.kernel_sha = hashlib.sha256(ctx.kernel_source.encode()).hexdigest()
     setup = ctx.ref.setup(
         problem_path=str(problem),
         device=ctx.device,
-        init_path=str(f.io / "init.pt"),
+        init_path=str(f.init_file),
         gpu_memory_fraction=ctx.opts.gpu_memory_fraction,
     )
     ctx.info = setup["info"]
@@ -48,14 +48,20 @@ def prepare(ctx: Context) -> None:
 
 
 def _compile(ctx: Context) -> None:
-    """Import the kernel in its worker (compiling its extensions), with the compile cache's entry locked around it."""
+    """Import the kernel in its worker (compiling its extensions), with the compile cache's entry locked from the
+    check to the store. The kernel builds in its own build folder (folders.build, which it sees at BUILD_DIR); the
+    cache is ours and never visible to it: a hit is copied in before the import, a fresh build's products copied
+    out after it, both through descriptors (beneath.py)."""
     started = time.monotonic()
     f = ctx.folders
-    ext_dir = f.cand / "torch_extensions"
     sandboxed = ctx.workers.sandbox == "namespaces"
-    ident = ctx.workers.ident
+    ext_dir = Path(BUILD_DIR) if sandboxed else f.build
     cache_state = "disabled"
-    if ctx.spec.compile_cache_dir:
+    if ctx.spec.compile_cache_dir and not sandboxed:
+        # without a mount namespace the build folder's path differs per evaluation, so a copied build would not
+        # be up to date for ninja; and the cache must never be a folder the kernel can write
+        cache_state = f"off ({ctx.workers.sandbox} sandbox: builds are cached only under the namespaces sandbox)"
+    elif ctx.spec.compile_cache_dir:
         key = cache_key(
             source=ctx.kernel_source,
             torch_version=ctx.info["torch"],
@@ -66,81 +72,45 @@ def _compile(ctx: Context) -> None:
         if not ctx.cache.acquire(max(ctx.left() - 5, 1)):
             raise HarnessInfraError("compile cache entry stayed locked")
         cache_state = "hit" if ctx.cache.check_hit() else "miss"
-        if sandboxed:
-            # The kernel never sees the cache: a hit is copied into its own build folder, which it sees at one
-            # fixed path (BUILD_DIR) in every evaluation, so ninja finds the copied build up to date.
-            ext_dir = Path(BUILD_DIR)
-            if cache_state == "hit":
-                shutil.copytree(ctx.cache.build_dir, f.cand / "build", symlinks=True, dirs_exist_ok=True)
-                give_to(f.cand / "build", ident)
-        else:
-            ext_dir = ctx.cache.build_dir
-            open_path(ext_dir, ident)
-            give_to(ext_dir, ident)  # torch writes a lock file and build.ninja there even on a hit
-    elif sandboxed:
-        ext_dir = Path(BUILD_DIR)
+        if cache_state == "hit":
+            with open_trusted_dir(f.work) as work_fd, open_dir(work_fd, f.build.name) as build_fd:
+                empty_dir(build_fd)
+                copy_in(ctx.cache.build_dir, build_fd, ctx.workers.ident)
     ctx.record["environment"]["compile_cache"] = cache_state
+    cold = cache_state != "hit"
+    ctx.cand.load_limit_s = ctx.opts.load_cold_timeout_s if cold else ctx.opts.load_timeout_s
+    ctx.record["environment"]["load_limit_s"] = ctx.cand.load_limit_s
     try:
         loaded = ctx.cand.load(
-            kernel_path=str(f.cand / "kernel.py"),
+            kernel_path=str(f.kernel_file),
             device=ctx.device,
-            init_path=str(f.io / "init.pt"),
+            init_path=str(f.init_file),
             extensions_dir=str(ext_dir),
             suffix=(ctx.kernel_sha or "")[:12],
             gpu_memory_fraction=ctx.opts.gpu_memory_fraction,
         )
     except CandidateFailed:
         if ctx.cache:
-            ctx.cache.discard()
+            ctx.cache.release()
         raise
     finally:
         ctx.phase("compile", started)
-    if ctx.cache and sandboxed:
-        _cache_sandboxed_build(ctx, cache_state, loaded["compile_s"])
-    elif ctx.cache:
-        # Built: from now on the kernel cannot change the entry, except triton/, which Triton only fills at the
-        # first call (its files are not in the manifest, so anything there makes the next check a rebuild).
-        take_back(ctx.cache.build_dir, ident)
-        give_to(ctx.cache.build_dir / "triton", ident)
+    if ctx.cache is not None:
         if cache_state == "miss":
-            ctx.cache.commit(loaded["compile_s"])
+            with open_trusted_dir(f.work) as work_fd, open_dir(work_fd, f.build.name) as build_fd:
+                cap = ctx.opts.compile_cache_entry_mb << 20
+                stored = ctx.cache.store(build_fd, loaded["compile_s"], max_entry_bytes=cap)
+            ctx.record["environment"]["compile_cache_store"] = stored
+            evict(ctx.cache.root, ctx.opts.compile_cache_max_mb << 20, keep=ctx.cache.key)
         ctx.cache.release()
-        if not any(p.name not in ("lock", "triton") for p in ctx.cache.build_dir.iterdir()):
-            # Nothing was built at import: a kernel that calls load_inline on its first forward() builds into
-            # a private folder instead (uncached) rather than into the entry it can no longer write.
-            ctx.cand.extensions_dir(str(f.cand / "torch_extensions"))
     ctx.record["phases"]["compile_import"] = round(loaded["compile_s"], 3)
     ctx.state_entries = loaded["state"]
 
 
 def recompile(ctx: Context) -> None:
     """Import the kernel again, in a fresh candidate worker (the timing phase's next process pair): its build is
-    found where the first import left it (the compile cache, or its own build folder)."""
+    found where the first import left it (its own build folder), or copied anew from the compile cache."""
     _compile(ctx)
-
-
-def _cache_sandboxed_build(ctx: Context, cache_state: str, compile_s: float) -> None:
-    """After a sandboxed import: a fresh build goes into the cache (copied out of the kernel's folder, without
-    links or anything but regular files and folders, before the kernel runs again); a kernel that built nothing
-    at import leaves no entry."""
-    cache = ctx.cache
-    assert cache is not None
-    built = ctx.folders.cand / "build"
-    if cache_state == "miss":
-        names = [p.name for p in built.iterdir() if p.name not in ("lock", "triton")] if built.is_dir() else []
-        if names:
-            shutil.rmtree(cache.build_dir, ignore_errors=True)
-            shutil.copytree(
-                built,
-                cache.build_dir,
-                symlinks=True,
-                ignore=lambda d, files: [f for f in files if f in ("lock", "triton") or os.path.islink(f"{d}/{f}")],
-            )
-            take_back(cache.build_dir, ctx.workers.ident)
-            cache.commit(compile_s)
-        else:
-            cache.discard()
-    cache.release()
 
 
 def handover(ctx: Context) -> None:

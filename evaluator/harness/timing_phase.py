@@ -268,7 +268,7 @@ def _fresh_pair(ctx: Context) -> None:
     ctx.ref.setup(
         problem_path=str(ctx.folders.ref / "problem.py"),
         device=ctx.device,
-        init_path=str(ctx.folders.io / "init.pt"),
+        init_path=str(ctx.folders.init_file),
         gpu_memory_fraction=ctx.opts.gpu_memory_fraction,
     )
     record = ctx.record
