@@ -1,8 +1,10 @@
 """The evaluations and audit API's routes (SimpleRouter: config/api.py mounts several apps at /api/)."""
 
+from django.urls import path
 from rest_framework.routers import SimpleRouter
 
 from evaluator.api import views
+from evaluator.api.webhook import WebhookApi
 
 router = SimpleRouter()
 router.register("evaluations", views.EvaluationViewSet, basename="api-evaluation")
@@ -11,4 +13,4 @@ router.register("kernels", views.KernelAuditViewSet, basename="api-kernel")
 router.register("flags", views.FlagViewSet, basename="api-flag")
 router.register("audit", views.AuditViewSet, basename="api-audit")
 
-urlpatterns: list = [*router.urls]
+urlpatterns: list = [*router.urls, path("webhook/", WebhookApi.as_view(), name="api-webhook")]

@@ -26,6 +26,7 @@ from evaluator.models import Baseline, DistributionResult, Evaluation
 from evaluator.services.baselines import baseline_add_sample, baseline_fields
 from evaluator.services.degenerate import problem_degenerate_check
 from evaluator.services.seeds import seeds_commit, seeds_take, seeds_used
+from evaluator.services.webhooks import submission_finished_notify
 from evaluator.services.work import problem_work_from_record
 from evaluator.values import finite_json as finite
 from evaluator.values import finite_number as _number
@@ -209,6 +210,7 @@ def _count_finished(evaluation: Evaluation, *, correct: bool) -> None:
         kernel__submission_id=submission_id, is_current=True, status=Evaluation.Status.DONE
     ).exists()
     submission_count_finished(submission_id=submission_id, correct=correct, any_done=any_done)
+    submission_finished_notify(submission_id=submission_id)  # its uploader's webhook, once the submission closes
 
 
 def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool:

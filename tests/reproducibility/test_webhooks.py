@@ -1,0 +1,129 @@
+"""Signed webhooks: an account's URL is called, with an HMAC-SHA256 signature of the body, when one of its
+submissions finishes; failures are retried; only http(s) URLs are taken."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from catalogue.models import Submission
+from evaluator.harness.record import Record
+from evaluator.models import Evaluation, Webhook
+from evaluator.services.evaluations import evaluation_finish
+from evaluator.services.webhooks import WebhookFailed, sign, webhook_deliver, webhook_set
+from evaluator.tasks.reproducibility import deliver_webhook
+from tests.factories import KernelFactory, SubmissionFactory
+
+pytestmark = pytest.mark.django_db
+
+
+class Receiver:
+    """A local HTTP server that records each call and answers with the next status of `answers`."""
+
+    def __init__(self, answers: list[int]) -> None:
+        self.answers, self.calls = answers, []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.calls.append((self.headers, body))  # case-insensitive names
+                self.send_response(outer.answers.pop(0) if outer.answers else 200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    made: list[Receiver] = []
+
+    def make(answers: list[int] | None = None) -> Receiver:
+        made.append(Receiver(list(answers or [])))
+        return made[-1]
+
+    yield make
+    for r in made:
+        r.close()
+
+
+@pytest.fixture
+def running(django_user_model):
+    """A submission of one kernel whose evaluation is running, uploaded by alice."""
+    alice = django_user_model.objects.create_user(username="alice", password="pw-alice-123")
+    submission = SubmissionFactory(uploader=alice, hardware="cpu", status="running", kernel_count=1)
+    kernel = KernelFactory(submission=submission)
+    evaluation = Evaluation.objects.create(kernel=kernel, hardware="cpu", status="running", attempts=1)
+    return alice, submission, evaluation
+
+
+def test_a_finished_submission_calls_the_signed_webhook(
+    running, receiver, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    settings.WEBHOOK_ALLOW_PRIVATE = True  # the receiver listens on 127.0.0.1
+    alice, submission, evaluation = running
+    server = receiver()
+    hook = webhook_set(user=alice, url=server.url)
+    # The task runs in this process, as a worker would run it after commit.
+    monkeypatch.setattr(deliver_webhook, "apply_async", lambda args: deliver_webhook.apply(args=args))
+    record = Record(status="ok", correct=True, standard_correct=True, speedup=1.8).to_dict()
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        assert evaluation_finish(evaluation=evaluation, record=record)
+    assert callbacks and len(server.calls) == 1
+    headers, body = server.calls[0]
+    expected = "sha256=" + hmac.new(hook.secret.encode(), body, hashlib.sha256).hexdigest()
+    assert headers["X-KBV-Signature"] == expected == sign(secret=hook.secret, body=body)
+    payload = json.loads(body)
+    assert payload["event"] == "submission.finished"
+    assert payload["submission"]["id"] == submission.pk
+    assert payload["submission"]["status"] == Submission.Status.DONE and payload["kernels"][0]["speedup"] == 1.8
+    assert Webhook.objects.get(pk=hook.pk).last_status == "attempt 1: HTTP 200"
+
+
+def test_a_failing_receiver_is_retried_then_answered(running, receiver, settings):
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    alice, submission, _ = running
+    server = receiver([500])
+    webhook_set(user=alice, url=server.url)
+    with pytest.raises(WebhookFailed, match="HTTP 500"):
+        webhook_deliver(submission_id=submission.pk, attempt=1)
+    assert webhook_deliver(submission_id=submission.pk, attempt=2) == 200
+    assert [h["X-Kbv-Delivery"] for h, _ in server.calls] == [f"{submission.pk}-1", f"{submission.pk}-2"]
+    # The task retries with backoff (eager here: each retry runs at once) until the receiver answers 2xx.
+    server.answers = [503, 502]
+    deliver_webhook.apply(args=[submission.pk])
+    assert len(server.calls) == 5
+
+
+def test_only_http_urls_and_no_private_addresses(running, settings):
+    alice, _, _ = running
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    for url in ("ftp://example.org/x", "file:///etc/passwd", "http://127.0.0.1:9/x", "http://user:pw@example.org/"):
+        with pytest.raises(ValueError, match="webhook"):
+            webhook_set(user=alice, url=url)
+    api = APIClient()
+    api.force_authenticate(alice)
+    answer = api.put("/api/webhook/", {"url": "http://localhost:9/x"}, format="json")
+    assert answer.status_code == 400 and "loopback" in answer.json()["url"][0]
+    assert api.get("/api/webhook/").status_code == 404
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    made = api.put("/api/webhook/", {"url": "http://localhost:9/x"}, format="json").json()
+    assert len(made["secret"]) == 64 and made["signature_header"] == "X-KBV-Signature"
+    assert api.get("/api/webhook/").json()["url"] == "http://localhost:9/x"
+    assert api.delete("/api/webhook/").status_code == 204 and not Webhook.objects.exists()
