@@ -309,3 +309,14 @@ def cpu_hardware(hardware: object) -> bool:
 @register.filter
 def is_mapping(value: object) -> bool:
     return isinstance(value, dict) and bool(value)
+
+
+@register.filter
+def fast_p_label(index: object) -> str:
+    """The board's i-th fast_p threshold as shown in a label: 0 -> '0', 3 -> '1', 4 -> '1.5'."""
+    from leaderboard.selectors.ranking_shapes import FAST_P, p_label
+
+    try:
+        return p_label(FAST_P[int(index)])  # type: ignore[call-overload]
+    except (TypeError, ValueError, IndexError):
+        return ""
