@@ -117,7 +117,8 @@ class SubmissionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
             submission = submission_create_from_upload(uploader=request.user, **fields)
         except BudgetExceeded as exc:  # 429: the limit, whose it is, and when it resets
             refusal = exc.refusal
-            body = {"detail": exc.message, "report": exc.report, "limit": refusal.limit, "subject": refusal.subject}
+            body: dict[str, Any] = {"detail": exc.message, "report": exc.report}
+            body |= {"limit": refusal.limit, "subject": refusal.subject}
             body["resets_at"] = refusal.resets_at.isoformat() if refusal.resets_at else None
             return Response(body, status=exc.status, headers={"Retry-After": str(refusal.retry_after)})
         except BundleError as exc:  # 400, or 413 for a bundle over BUNDLE_MAX_BYTES
