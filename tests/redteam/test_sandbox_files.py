@@ -271,7 +271,7 @@ def tmp_checkout():
     venv = base / ".venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     site = next((venv / "lib").glob("python3*/site-packages"))
-    ours = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    ours = [p for p in sys.path if p.endswith("-packages") and Path(p).is_dir()]
     (site / "kbv-host.pth").write_text("\n".join(ours) + "\n")  # torch from this venv, as if installed there
     os.chmod(base, 0o755)
     yield base, str(venv / "bin" / "python")
