@@ -6,6 +6,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from evaluator.selectors.reproducibility import verdict_reproducibility
 from inspector.selectors import kernel_inspection, kernel_result_record
 from leaderboard.untrusted import strict_int
 
@@ -23,7 +24,10 @@ def _evaluation_id(request: HttpRequest) -> int | None:
 @require_GET
 def kernel_detail(request: HttpRequest, pk: int) -> HttpResponse:
     inspection = kernel_inspection(pk, evaluation_id=_evaluation_id(request), staff=request.user.is_staff)
-    return render(request, "inspector/kernel_detail.html", {"i": inspection, "kernel": inspection.kernel})
+    reproducibility = verdict_reproducibility(kernel_id=pk, evaluation=inspection.evaluation)
+    return render(
+        request, "inspector/kernel_detail.html", {"i": inspection, "kernel": inspection.kernel, "r": reproducibility}
+    )
 
 
 @require_GET

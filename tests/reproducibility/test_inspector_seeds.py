@@ -1,0 +1,33 @@
+"""The inspector shows a verdict's seeds only once revealed, with the command that re-runs it, and the kernel's
+verdicts across software stacks."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from evaluator.harness import seeds
+from evaluator.harness.record import Record
+from evaluator.models import SeedCommitment
+from evaluator.services.seeds import seeds_reveal_due
+from tests.factories import EvaluationFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_seeds_are_shown_once_revealed_with_the_command(client):
+    master = seeds.draw()
+    record = Record(status="ok", correct=True, standard_correct=True, speedup=1.5).to_dict()
+    record["environment"].update(torch="2.13.0", seeds_digest=seeds.digest(master), seeds_scheme=seeds.SCHEME)
+    ev = EvaluationFactory(result=record, finished_at=timezone.now())
+    SeedCommitment.objects.create(evaluation=ev, master=master, digest=seeds.digest(master), scheme=seeds.SCHEME)
+
+    html = client.get(f"/kernels/{ev.kernel_id}/").content.decode()
+    assert seeds.digest(master) in html and master not in html and "revealed when this evaluation" in html
+    assert 'id="verdict-history"' in html and "torch 2.13.0" in html
+
+    ev.is_current = False  # superseded: due at once
+    ev.save(update_fields=["is_current"])
+    assert seeds_reveal_due() == 1
+    html = client.get(f"/kernels/{ev.kernel_id}/?evaluation={ev.pk}").content.decode()
+    assert master in html and f"manage.py reproduce {ev.pk}" in html and f"--seeds {master}" in html
