@@ -1,8 +1,8 @@
 """How often does the timing phase's interval hold the true speedup of a launch-bound problem? (issue 17, part 2)
 
 A simulation with the harness's own functions (`timing.hierarchical_ratio_ci`, `pooled_ratio`) and its stopping
-rule (`timing.ratios_disagree`: add pairs while their speedups spread by more than `pair_agreement`, up to
-`max_process_pairs`).
+rule (add pairs while their speedups spread by more than `pair_agreement` (`timing.ratios_disagree`) or the
+log-scale interval is wider than `ci_target` (`timing_phase.wider_than_target`), up to `max_process_pairs`).
 Each process pair gets a host speed factor per side, drawn with the between-process spread measured on the H200 for
 L3/20 (MobileNetV2: the same code at 3.8-5.3 ms in ten processes, a standard deviation of 10 % and 13 % per side;
 process-pairs-h200.md), and `calls` calls per side with 1 % noise. The true speedup is 1.0 (both sides are the same
@@ -21,6 +21,7 @@ construction) and how often the evaluation would be called `timing unstable` (`p
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 import sys
@@ -38,8 +39,21 @@ from evaluator.harness.timing import (  # noqa: E402
 )
 
 
+def wider(pairs: list[tuple[list[float], list[float]]], target: float) -> bool:
+    """timing_phase.wider_than_target on plain pairs."""
+    made = log_ratio_interval(pairs, bootstrap=False)
+    return target > 0 and made is not None and math.expm1(made[2]) > target
+
+
 def evaluation(
-    rng: random.Random, spread: float, start: int, most: int, agree: float, calls: int, deviant: float = 0.0
+    rng: random.Random,
+    spread: float,
+    start: int,
+    most: int,
+    agree: float,
+    calls: int,
+    deviant: float = 0.0,
+    target: float = 0.0,
 ) -> tuple:
     pairs: list[tuple[list[float], list[float]]] = []
 
@@ -59,7 +73,8 @@ def evaluation(
 
     for _ in range(start):
         add()
-    while len(pairs) < most and ratios_disagree(pairs, agree):  # the harness's rule (timing_phase.run_timing)
+    while start > 1 and len(pairs) < most and (ratios_disagree(pairs, agree) or wider(pairs, target)):
+        # the harness's rule (timing_phase.run_timing)
         add()
     ci = hierarchical_ratio_ci(pairs, resamples=300, seed=rng.randrange(1 << 30))
     made = log_ratio_interval(pairs, resamples=300, seed=rng.randrange(1 << 30))
@@ -77,10 +92,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--deviant", type=float, default=0.0, help="chance a pair has one side slowed 2x")
     ap.add_argument("--unstable-agreement", type=float, default=0.05)
+    ap.add_argument("--ci-target", type=float, default=0.02, help="0: pairs added on disagreement only (before)")
     a = ap.parse_args()
     for start, most in ((1, 1), (2, 4), (3, 4)):
         rng = random.Random(a.seed)
-        runs = [evaluation(rng, a.spread, start, most, a.agreement, a.calls, a.deviant) for _ in range(a.evaluations)]
+        runs = [
+            evaluation(rng, a.spread, start, most, a.agreement, a.calls, a.deviant, a.ci_target)
+            for _ in range(a.evaluations)
+        ]
         held = [ci is not None and ci[0] <= 1.0 <= ci[1] for _, ci, *_ in runs]
         points = sorted(r[0] for r in runs)
         at_two = [h for h, r in zip(held, runs, strict=True) if r[2] == 2]

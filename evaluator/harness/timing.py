@@ -238,7 +238,13 @@ def calls_per_block(block_calls: int, wall_per_call_ms: float | None, target_ms:
 # below (seen: 0.077 [0.000, 0.780]). Everything below works on log(baseline median / candidate median) per process
 # pair, so exp() of the interval is always above 0 and the interval is symmetric in log space: x / f to x * f.
 
-MEDIAN_EFFICIENCY = 1.2533  # standard error of a median of normal data / that of the mean, as sample sizes grow
+# Standard error of the median of k normal draws over that of their mean (exact for 2-6 draws, 1.2533 as k grows):
+# the interval is centred on the median of the pairs' log speedups, so its standard error is scaled by this.
+_MEDIAN_EFFICIENCY = {1: 1.0, 2: 1.0, 3: 1.160, 4: 1.092, 5: 1.197, 6: 1.135}
+
+
+def median_efficiency(k: int) -> float:
+    return _MEDIAN_EFFICIENCY.get(k, 1.2533)
 
 
 def pair_log_ratios(pairs: Sequence[Pair]) -> list[float]:
@@ -293,48 +299,56 @@ def t975(df: int) -> float:
 
 
 def log_ratio_interval(
-    pairs: Sequence[Pair], *, resamples: int = 2000, seed: int = 0
+    pairs: Sequence[Pair], *, resamples: int = 2000, seed: int = 0, bootstrap: bool = True
 ) -> tuple[float, list[float], float, str] | None:
     """The speedup, its 95 % interval, the interval's half-width in log space and how it was made, from the
     process pairs' medians (None when no pair has both sides timed).
 
     Point: exp(median of the pairs' log speedups) (robust_log_ratio).
-    Three pairs or more: the t-interval of the pairs' log speedups (k - 1 degrees of freedom), centred on that
-    point, its standard error scaled by MEDIAN_EFFICIENCY because the centre is a median; never narrower than what
-    the calls themselves allow (the pairs' median within-pair half-width / sqrt(k)), so three pairs that agree by
-    chance do not make an interval their calls cannot support.
-    One or two pairs: a bootstrap over each pair's calls on the log scale; the interval holds every pair's own
-    interval (the largest of |pair's log speedup - point| + its half-width), so two pairs that disagree get an
-    interval across both. Either way: [point / f, point * f] with f = exp(half-width) > 1, never 0 or below."""
+    Two pairs or more: the t-interval of the pairs' log speedups (k - 1 degrees of freedom), centred on that point,
+    its standard error scaled by median_efficiency(k) because the centre is a median; never narrower than what the
+    calls themselves allow (the pairs' median within-pair half-width / sqrt(k)), so pairs that agree by chance do
+    not make an interval their calls cannot support. Two pairs give one degree of freedom (t = 12.7): their
+    interval is narrow only when they agree closely, which is what decides whether a third pair is run
+    (timing_phase); without it two pairs that agree within a few per cent by chance cover the truth about half the
+    time (benchmarks/pairs_coverage_sim.py).
+    One or two pairs: also a bootstrap over each pair's calls on the log scale; the interval holds every pair's own
+    interval (the largest of |pair's log speedup - point| + its half-width). `bootstrap` False: the calls'
+    precision from their robust errors instead (analytic_log_half_width), for quick decisions.
+    Either way: [point / f, point * f] with f = exp(half-width) > 1, never 0 or below, symmetric in log space."""
     kept = [(list(b), list(c)) for b, c in pairs if pair_log_ratios([(b, c)])]
     logs = pair_log_ratios(kept)
     point = robust_log_ratio(logs)
     if point is None:
         return None
     k = len(logs)
-    if k >= 3:
-        between = t975(k - 1) * MEDIAN_EFFICIENCY * statistics.stdev(logs) / math.sqrt(k)
+    half = 0.0
+    methods = []
+    if k >= 2:
+        between = t975(k - 1) * median_efficiency(k) * statistics.stdev(logs) / math.sqrt(k)
         within = [analytic_log_half_width(b, c) for b, c in kept]
         floor = statistics.median(within) / math.sqrt(k) if all(math.isfinite(w) for w in within) else 0.0
         half = max(between, floor)
-        method = (
+        methods.append(
             f"t-interval of {k} process pairs' log speedups around their median (t {t975(k - 1):.3g}, "
-            f"{k - 1} degrees of freedom), at least the calls' own precision"
+            f"{k - 1} degree{'s' if k > 2 else ''} of freedom), at least the calls' own precision"
         )
-    else:
-        half = 0.0
+    if k <= 2:
         for index, ((b, c), log) in enumerate(zip(kept, logs, strict=True)):
-            own = within_pair_log_half_width(b, c, resamples=resamples, seed=seed + index)
-            if own is None:  # a side with one call: the pair's ratio alone, no spread known
+            if bootstrap:
+                own = within_pair_log_half_width(b, c, resamples=resamples, seed=seed + index)
+            else:
+                own = analytic_log_half_width(b, c)
+            if own is None or not math.isfinite(own):  # a side with one call: the pair's ratio alone
                 own = 0.0
             half = max(half, abs(log - point) + own)
-        method = (
+        methods.append(
             "bootstrap over calls on the log scale (one process pair)"
             if k == 1
-            else f"bootstrap over calls on the log scale, holding each of the {k} process pairs' own intervals"
+            else f"holding each of the {k} process pairs' own bootstrap intervals over calls (log scale)"
         )
     low, high = math.exp(point - half), math.exp(point + half)
-    return math.exp(point), [low, high], half, method
+    return math.exp(point), [low, high], half, "; ".join(methods)
 
 
 def pairs_unstable(logs: Sequence[float], agreement: float) -> str:

@@ -26,7 +26,13 @@ from evaluator.harness.cpu_pin import CpuLease, pin_group
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.protocol import PAPER_LOOP_CALLS, VERIFIED_TOLERANCE, Options, set_check
 from evaluator.harness.setup_phase import handover, recompile
-from evaluator.harness.timing import analytic_log_half_width, calls_per_block, ratios_disagree, rse_median
+from evaluator.harness.timing import (
+    analytic_log_half_width,
+    calls_per_block,
+    log_ratio_interval,
+    ratios_disagree,
+    rse_median,
+)
 from evaluator.harness.timing_record import (
     OuterBlocks,
     Samples,
@@ -79,9 +85,10 @@ def _run_timing(ctx: Context, cpu: int | None, why: str, outside_lock: OutsideLo
     starts: list[dict[str, Any]] = []
     while True:
         if len(pairs) >= wanted:
-            if not (1 < wanted < opts.max_process_pairs and pairs_disagree(pairs, opts.pair_agreement)):
+            unsure = pairs_disagree(pairs, opts.pair_agreement) or wider_than_target(pairs, opts)
+            if not (1 < wanted < opts.max_process_pairs and unsure):
                 break
-            wanted += 1  # the pairs disagree: one more independent pair, the interval widens by their spread
+            wanted += 1  # the pairs disagree, or too few to pin their spread down: one more independent pair
         if ctx.left() < 0.5 * ctx.spec.timeout:  # a pair costs start-up and import again: only with time to spare
             skipped = f"{wanted - len(pairs)} more process pairs skipped: under half the evaluation's time left"
             break
@@ -154,6 +161,16 @@ def pairs_wanted(first: PairSamples, host: dict[str, float], opts: Options) -> i
         return max(opts.process_pairs, opts.launch_bound_pairs)
     base = first.times["tf32"]
     return opts.process_pairs if base and statistics.median(base) < opts.pairs_below_ms else 1
+
+
+def wider_than_target(pairs: list[PairSamples], opts: Options) -> bool:
+    """Is the speedup's interval from these pairs (timing.log_ratio_interval, the calls' precision taken from their
+    robust errors) wider than opts.ci_target? Two pairs give one degree of freedom: they stop there only when they
+    agree within about ci_target / 8; else a third pair, and so on up to max_process_pairs."""
+    if opts.ci_target <= 0:
+        return False
+    made = log_ratio_interval([(p.times["tf32"], p.times["cand"]) for p in pairs], bootstrap=False)
+    return made is not None and math.expm1(made[2]) > opts.ci_target
 
 
 def pairs_disagree(pairs: list[PairSamples], agreement: float) -> bool:

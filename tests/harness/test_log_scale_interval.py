@@ -12,6 +12,7 @@ import pytest
 
 from evaluator.harness.timing import (
     log_ratio_interval,
+    median_efficiency,
     pair_log_ratios,
     pooled_ratio,
     robust_log_ratio,
@@ -79,7 +80,7 @@ def test_three_pairs_or_more_use_the_t_interval_of_their_log_speedups():
     pairs = _pairs(ratios, calls=300, noise=0.005)
     point, (low, high), half, method = log_ratio_interval(pairs, resamples=100)
     logs = pair_log_ratios(pairs)
-    expected = t975(3) * 1.2533 * statistics.stdev(logs) / 2
+    expected = t975(3) * median_efficiency(4) * statistics.stdev(logs) / 2
     assert half == pytest.approx(expected)
     assert "t-interval of 4 process pairs" in method
     assert point == pytest.approx(math.exp(statistics.median(logs)))
@@ -100,10 +101,24 @@ def test_one_pair_is_its_bootstrap_and_two_pairs_hold_both_pairs_intervals():
     assert point == pytest.approx(pooled_ratio(one)) and "one process pair" in method
     assert 0.0 < half < 0.02  # 200 calls at 2 % noise: well under 2 %
     two = _pairs([1.0, 1.3], noise=0.01)
-    point, (low, high), _, method = log_ratio_interval(two, resamples=300, seed=3)
+    point, (low, high), half, method = log_ratio_interval(two, resamples=300, seed=3)
     assert point == pytest.approx(math.sqrt(1.0 * 1.3), rel=0.01)  # their geometric mean
     assert low < 1.0 and high > 1.3  # each pair's ratio, and its own interval around it
     assert "holding each of the 2 process pairs" in method
+
+
+def test_two_pairs_that_agree_by_chance_get_the_one_degree_of_freedom_interval():
+    """Two pairs 1 % apart: the hull of their own intervals would be about +-0.6 %, and two draws land on the same
+    side of the truth half the time; the t-interval with one degree of freedom (12.7 x their half-difference)
+    says how little two pairs know about the spread between processes."""
+    two = _pairs([1.00, 1.01], noise=0.002)
+    point, (low, high), half, method = log_ratio_interval(two, resamples=200, seed=3)
+    first, second = pair_log_ratios(two)
+    assert abs(second - first) == pytest.approx(math.log(1.01), rel=0.2)
+    assert half == pytest.approx(t975(1) * abs(second - first) / 2)
+    assert "1 degree of freedom" in method
+    # without the bootstrap (the timing loop's quick decision) the same t-interval
+    assert log_ratio_interval(two, bootstrap=False)[2] == pytest.approx(half, rel=1e-6)
 
 
 def test_the_interval_covers_a_true_ratio_of_one_about_95_percent_of_the_time():
