@@ -114,7 +114,22 @@ def _pick_evaluation(evaluations: list[Evaluation], evaluation_id: int | None) -
     return chosen[0] if chosen else None
 
 
+SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
+VERDICT_ORDER = {"hack": 0, "suspicious": 1, "info": 2, "clean": 3}
+
+
+def flag_order(flag: AuditFlag) -> tuple[bool, int, int]:
+    """Confirmed first, then by severity (high first), then hacks before suspicions before information."""
+    return (
+        flag.review_state != AuditFlag.Review.CONFIRMED,
+        SEVERITY_ORDER.get(flag.severity, 4),
+        VERDICT_ORDER.get(flag.verdict, 4),
+    )
+
+
 def _flag_views(flags: list[AuditFlag], source: str) -> list[FlagView]:
+    """Each flag with its evidence, sorted by flag_order (stable: newest first within a rank). An evidence item's
+    `why` that repeats the flag's rationale is dropped, so each flag's text is said once."""
     views = []
     for flag in sorted(flags, key=flag_order):
         rationale = " ".join((flag.rationale or "").split())
@@ -132,22 +147,7 @@ def _flag_views(flags: list[AuditFlag], source: str) -> list[FlagView]:
         views.append(FlagView(flag=flag, evidence=evidence))
     return views
 
-SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
-VERDICT_ORDER = {"hack": 0, "suspicious": 1, "info": 2, "clean": 3}
 
-
-def flag_order(flag: AuditFlag) -> tuple[int, int, bool]:
-    """Confirmed first, then by severity (high first), then hacks before suspicions before information."""
-    return (
-        flag.review_state != AuditFlag.Review.CONFIRMED,
-        SEVERITY_ORDER.get(flag.severity, 4),
-        VERDICT_ORDER.get(flag.verdict, 4),
-    )
-
-
-
-    """Each flag with its evidence, sorted by flag_order (stable: newest first within a rank). An evidence item's
-    `why` that repeats the flag's rationale is dropped, so each flag's text is said once."""
 def _timing(result: Record) -> tuple[list[tuple[str, dict]], dict, list[dict[str, Any]]]:
     timing = result.timing.to_dict()  # the named sides, then what this harness version added (wallclock, ...)
     rows = [(side, stats) for side, stats in timing.items() if isinstance(stats, dict)]

@@ -77,6 +77,22 @@ def to_fragment(fig: go.Figure, div_id: str) -> str:
     )
 
 
+def _log_range(values: Sequence[float | None], *, pad: float) -> list[float] | None:
+    """A log axis's range (in decades) around `values` and 1, padded so points and their labels sit inside."""
+    logs = [math.log10(v) for v in values if v and v > 0] + [0.0]
+    if len(logs) == 1:
+        return None
+    return [min(logs) - pad, max(logs) + pad]
+
+
+def _label_side(value: float | None, log_range: list[float] | None) -> str:
+    """Where a point's label goes: inwards near either end of the x axis, above the point elsewhere."""
+    if not log_range or not value or value <= 0:
+        return "top center"
+    where = (math.log10(value) - log_range[0]) / ((log_range[1] - log_range[0]) or 1.0)
+    return "top left" if where > 0.7 else "top right" if where < 0.3 else "top center"
+
+
 def memory_speedup_figure(rows_by_level: Mapping[int, Sequence[LeaderboardRow]]) -> go.Figure:
     """Memory efficiency against Correct Speedup, one dot per LLM, one trace per level."""
     llm_rows = [r for rows in rows_by_level.values() for r in rows if not r.is_baseline]
@@ -88,6 +104,10 @@ def memory_speedup_figure(rows_by_level: Mapping[int, Sequence[LeaderboardRow]])
             " so memory cannot be set against speedup."
         )
     fig = go.Figure()
+    plotted = [
+        r for rows in rows_by_level.values() for r in rows if not r.is_baseline and r.speedup and r.memory_efficiency
+    ]
+    x_range = _log_range([r.speedup for r in plotted], pad=0.3)
     for level, rows in sorted(rows_by_level.items()):
         points = [r for r in rows if not r.is_baseline and r.speedup and r.memory_efficiency]
         if not points:
@@ -98,7 +118,9 @@ def memory_speedup_figure(rows_by_level: Mapping[int, Sequence[LeaderboardRow]])
                 y=[r.memory_efficiency for r in points],
                 text=[r.name for r in points],
                 mode="markers+text",
-                textposition="top center",
+                # A name near an edge reads inwards, and is drawn past the axes rather than cut at them.
+                textposition=[_label_side(r.speedup, x_range) for r in points],
+                cliponaxis=False,
                 name=f"Level {level}",
                 marker={"size": 11, "color": LEVEL_COLOURS.get(level)},
                 hovertemplate="%{text}<br>speedup %{x:.3g}×<br>memory ratio %{y:.3g}×<extra>Level "
@@ -108,8 +130,12 @@ def memory_speedup_figure(rows_by_level: Mapping[int, Sequence[LeaderboardRow]])
         )
     fig.add_vline(x=1, line_dash="dot", line_color="#57606a")
     fig.add_hline(y=1, line_dash="dot", line_color="#57606a")
-    fig.update_xaxes(type="log", title="Correct Speedup vs PyTorch TF32 (geomean, log)")
-    fig.update_yaxes(type="log", title="Memory efficiency (baseline / kernel peak, log)")
+    fig.update_xaxes(type="log", title="Correct Speedup vs PyTorch TF32 (geomean, log)", range=x_range)
+    fig.update_yaxes(
+        type="log",
+        title="Memory efficiency (baseline / kernel peak, log)",
+        range=_log_range([r.memory_efficiency for r in plotted], pad=0.2),
+    )
     fig.update_layout(title="Memory vs speedup, per level", height=460, legend={"orientation": "h"})
     return fig
 

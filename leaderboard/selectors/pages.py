@@ -184,7 +184,7 @@ class CompareRow:
         b_lo, b_hi = self.b.speedup_ci_low, self.b.speedup_ci_high
         if None in (a_lo, a_hi, b_lo, b_hi):
             return False  # no interval (imported figures): the point values decide
-        return a_lo <= b_hi and b_lo <= a_hi  # type: ignore[operator]
+        return a_lo <= b_hi and b_lo <= a_hi
 
     @property
     def winner(self) -> str:

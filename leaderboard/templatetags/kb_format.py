@@ -97,7 +97,8 @@ def ms(value: object, like: object = None) -> str:
     number = _num(value)
     if number is None:
         return DASH
-    unit_of = _num(like) if like is not None and _num(like) is not None else number
+    reference = _num(like) if like is not None else None
+    unit_of = number if reference is None else reference
     return f"{significant(number * 1000)}\u202f\u00b5s" if unit_of < 0.1 else f"{significant(number)}\u202fms"
 
 
