@@ -63,8 +63,19 @@ def finish(evaluation: Evaluation, *, speedup: float, seconds: float = 10.0, whe
 # --- Compute budget ----------------------------------------------------------------------------------------------
 
 
-def test_a_bundle_of_two_thousand_kernels_from_a_new_account_is_refused_whole_with_429(demo_problems, api, sent):
-    response = upload(api, samples(2000))
+HANG_IN_INIT = """import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        while True:
+            pass
+"""
+
+
+def test_a_bundle_of_two_thousand_hangs_from_a_new_account_is_refused_whole_with_429(demo_problems, api, sent):
+    response = upload(api, samples(2000, HANG_IN_INIT))
     assert response.status_code == 429, response.content
     body = response.json()
     assert body["limit"] == "kernels_per_day" and body["subject"] == "account 'alice'"
@@ -322,7 +333,16 @@ def test_skeletons_fold_case_width_confusables_and_dashes():
 # --- Sign-up and login throttles ---------------------------------------------------------------------------------
 
 
-def test_sign_ups_from_one_address_are_throttled(client, settings):
+@pytest.fixture
+def signup_counts():
+    """The sign-up counts live in the process's throttle cache: leave none behind for later tests of the session."""
+    from django.core.cache import caches
+
+    yield
+    caches["throttle"].clear()
+
+
+def test_sign_ups_from_one_address_are_throttled(client, settings, signup_counts):
     codes = []
     for n in range(7):
         response = client.post(
