@@ -121,7 +121,10 @@ class ReferenceClient:
             if exc.kind == "timeout":  # the evaluation's whole budget is spent, whichever side was running
                 timeout = self.deadline.timeout_s
                 raise CandidateFailed(f"timed out after {timeout:.0f} s (reference side, {cmd})", "timeout") from exc
-            raise HarnessInfraError(f"reference worker failed during {cmd}: {exc}") from exc
+            tail = self.worker.log_tail(600) if exc.kind == "died" else ""  # ours: no kernel code runs there
+            raise HarnessInfraError(
+                f"reference worker failed during {cmd}: {exc}" + (f"\n{tail}" if tail else "")
+            ) from exc
         if not reply.get("ok"):
             raise HarnessInfraError(f"reference {cmd} failed: {reply.get('error', '')}")
         return reply
