@@ -28,6 +28,7 @@ class BoardRequest:
     sort: str  # as asked (the API echoes it); sort_key and descending are what it means
     sort_key: str
     descending: bool
+    stack: str = ""  # ?stack=: only verdicts measured on this software stack (evaluator.selectors.stacks)
 
 
 def board_request(query: Mapping[str, str]) -> BoardRequest:
@@ -49,6 +50,7 @@ def board_request(query: Mapping[str, str]) -> BoardRequest:
         sort=sort,
         sort_key=sort_key,
         descending=descending,
+        stack=short_text(query.get("stack")) or "",
     )
 
 

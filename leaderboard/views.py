@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 from functools import lru_cache
 
 import plotly
@@ -25,6 +26,7 @@ from leaderboard.selectors.ranking import (
     RANKING_RULE,
     REPEAT_RULE,
     LeaderboardData,
+    board_measured_cached,
     cache_key,
     cached,
     leaderboard_data,
@@ -99,7 +101,9 @@ def _kernel_url(kernel_id: int) -> str:
     return reverse("inspector:kernel-detail", args=[kernel_id])
 
 
-def _charts(version: str, data: LeaderboardData, level: int | None, llm_ids: list[int] | None = None) -> dict[str, str]:
+def _charts(
+    version: str, data: LeaderboardData, level: int | None, llm_ids: list[int] | None = None, stack: str = ""
+) -> dict[str, str]:
     """The chart fragments; rendering a figure costs more than reading the board, so they are cached beside it."""
     llm_ids = llm_ids if llm_ids is not None else list(data.llms)
     levels = [level] if level else list(LEVELS)
@@ -110,6 +114,8 @@ def _charts(version: str, data: LeaderboardData, level: int | None, llm_ids: lis
         for llm_id in llm_ids
     }
     tag = f"{level}:{','.join(map(str, sorted(llm_ids)))}"
+    if stack:  # a board read on one software stack has charts of its own
+        tag += ":" + hashlib.sha256(stack.encode()).hexdigest()[:16]
     problems = {pk: p for pk, p in data.problems.items() if pk in in_level}
     llms = {i: data.llms[i] for i in llm_ids}
     out = {
@@ -137,7 +143,7 @@ def index(request: HttpRequest) -> HttpResponse:
     board = board_request(request.GET)
     version, hardware, problem_set, level = board.version, board.hardware, board.problem_set, board.level
     sort_key, descending = board.sort_key, board.descending
-    data = leaderboard_data(hardware=hardware, problem_set=problem_set, version=version)
+    data = leaderboard_data(hardware=hardware, problem_set=problem_set, version=version, stack=board.stack)
     rows = sort_rows(data.rows.get(level, []), f"{'-' if descending else ''}{sort_key}")
     return render(
         request,
@@ -158,7 +164,11 @@ def index(request: HttpRequest) -> HttpResponse:
             "ranking_rule": RANKING_RULE,
             "repeat_rule": REPEAT_RULE,
             "synthetic": hardware.startswith("synthetic"),
-            "charts": _charts(version, data, level) if data.llms else {},
+            "charts": _charts(version, data, level, stack=board.stack) if data.llms else {},
+            "stack": board.stack,
+            "measured": board_measured_cached(
+                hardware=hardware, problem_set=problem_set, stack=board.stack, version=version
+            ),
         },
     )
 

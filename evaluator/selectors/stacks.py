@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Q
+
 from evaluator.models import Evaluation
 
 # (environment key, label): the parts of a stack whose change can change a verdict.
@@ -84,3 +86,47 @@ def kernel_verdict_history(*, kernel_id: int) -> list[VerdictAtStack]:
         )
         for ev in rows
     ]
+
+
+def stack_q(label: str) -> Q:
+    """Evaluation rows measured on the stack `label` names (stack_label's form); every row for ""."""
+    if not label:
+        return Q()
+    keys = {name: key for key, name in STACK_KEYS}
+    q = Q()
+    for part in label.split(" / "):
+        name, _, value = part.partition(" ")
+        if name not in keys or not value:
+            return Q(pk__in=[])  # not a stack this site writes: nothing matches
+        q &= Q(**{f"result__environment__{keys[name]}": value})
+    for key, name in STACK_KEYS:  # parts the label leaves out are absent from the record
+        if name not in {p.partition(" ")[0] for p in label.split(" / ")}:
+            q &= Q(**{f"result__environment__{key}__isnull": True}) | Q(**{f"result__environment__{key}": None})
+    return q
+
+
+@dataclass(frozen=True, slots=True)
+class BoardMeasured:
+    """When a board's numbers were measured, and on which stacks (label, current verdicts), most used first."""
+
+    first: datetime | None
+    last: datetime | None
+    stacks: list[tuple[str, int]]
+
+
+def board_measured(*, hardware: str, problem_set: str, stack: str = "") -> BoardMeasured:
+    """One query over the board's current verdicts: their stacks, and the first and last finish among those on
+    `stack` (all of them for "")."""
+    rows = Evaluation.objects.filter(
+        is_current=True, status=Evaluation.Status.DONE, hardware=hardware, kernel__problem__problem_set=problem_set
+    ).values_list(*(f"result__environment__{key}" for key, _ in STACK_KEYS), "finished_at")
+    counts: dict[str, int] = {}
+    times = []
+    for *parts, finished in rows.iterator():
+        label = stack_label({key: value for (key, _), value in zip(STACK_KEYS, parts, strict=True)})
+        if label:
+            counts[label] = counts.get(label, 0) + 1
+        if finished and (not stack or label == stack):
+            times.append(finished)
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return BoardMeasured(min(times, default=None), max(times, default=None), ranked)

@@ -18,9 +18,12 @@ The computation is ranking_compute.py, the shapes and constants ranking_shapes.p
 
 from __future__ import annotations
 
+import hashlib
+
 from django.conf import settings
 
 from evaluator.models import Evaluation
+from evaluator.selectors.stacks import BoardMeasured, board_measured
 from leaderboard.selectors.problem_sets import problem_set_default_among
 from leaderboard.selectors.ranking_cache import (  # noqa: F401  (leaderboard_cache_clear is this module's API too)
     board_version,
@@ -78,11 +81,25 @@ def _compute_choices() -> BoardChoices:
     return BoardChoices(hardware, problem_sets, default_hw, default_set, default_sets)
 
 
-def leaderboard_data(*, hardware: str, problem_set: str, version: str | None = None) -> LeaderboardData:
-    """The cached board for one hardware kind and problem set."""
+def leaderboard_data(
+    *, hardware: str, problem_set: str, version: str | None = None, stack: str = ""
+) -> LeaderboardData:
+    """The cached board for one hardware kind and problem set (and software stack, when one is named)."""
+    stack_part = hashlib.sha256(stack.encode()).hexdigest()[:16] if stack else ""
     return cached(
-        cache_key(version or board_version(), "data", hardware, problem_set),
-        lambda: compute_leaderboard(hardware=hardware, problem_set=problem_set),
+        cache_key(version or board_version(), "data", hardware, problem_set, *([stack_part] if stack else [])),
+        lambda: compute_leaderboard(hardware=hardware, problem_set=problem_set, stack=stack),
+    )
+
+
+def board_measured_cached(
+    *, hardware: str, problem_set: str, stack: str = "", version: str | None = None
+) -> BoardMeasured:
+    """When the board's numbers were measured and on which software stacks (cached with the board)."""
+    stack_part = hashlib.sha256(stack.encode()).hexdigest()[:16] if stack else ""
+    return cached(
+        cache_key(version or board_version(), "measured", hardware, problem_set, stack_part),
+        lambda: board_measured(hardware=hardware, problem_set=problem_set, stack=stack),
     )
 
 

@@ -16,6 +16,7 @@ from django.db.models.functions import Coalesce, NullIf
 from catalogue.models import Problem
 from evaluator.models import Baseline, DistributionResult, Evaluation
 from evaluator.selectors.eligibility import confirmed_hack_exists, eligibility_q
+from evaluator.selectors.stacks import stack_q
 from evaluator.values import finite_number
 from leaderboard.selectors.ranking_shapes import (
     BASELINE_ROWS,
@@ -67,8 +68,9 @@ def with_eligibility(qs: QuerySet[Evaluation]) -> QuerySet[Evaluation]:
     )
 
 
-def _evaluation_samples(*, hardware: str, problem_set: str) -> list[Sample]:
-    """One query: every finished current evaluation on an active problem, with the eligibility verdict as a column."""
+def _evaluation_samples(*, hardware: str, problem_set: str, stack: str = "") -> list[Sample]:
+    """One query: every finished current evaluation on an active problem, with the eligibility verdict as a column
+    (only those measured on `stack`, evaluator.selectors.stacks, when one is named)."""
     d1_passed = Exists(DistributionResult.objects.filter(evaluation_id=OuterRef("pk"), name="D1", passed=True))
     hidden_failed = Exists(
         DistributionResult.objects.filter(
@@ -84,6 +86,7 @@ def _evaluation_samples(*, hardware: str, problem_set: str) -> list[Sample]:
             kernel__problem__active=True,
             kernel__problem__problem_set=problem_set,
         )
+        .filter(stack_q(stack))
         .annotate(
             d1_passed=d1_passed,
             hidden_failed=hidden_failed,
@@ -307,12 +310,13 @@ def _rank_key(row: LeaderboardRow) -> tuple:
     return (-(row.fast_p.get("1") or 0.0), -row.correct, -(row.speedup or 0.0), row.name.lower())
 
 
-def compute_leaderboard(*, hardware: str, problem_set: str) -> LeaderboardData:
-    """Compute the whole board (every level and overall) without the cache. Four queries in all."""
+def compute_leaderboard(*, hardware: str, problem_set: str, stack: str = "") -> LeaderboardData:
+    """Compute the whole board (every level and overall) without the cache. Four queries in all. `stack`: only
+    verdicts measured on that software stack (evaluator.selectors.stacks.stack_label's form)."""
     runs: dict[int, dict[int, list[Sample]]] = defaultdict(lambda: defaultdict(list))  # llm -> problem -> rows
     llms: dict[int, str] = {}
     problems: dict[int, tuple[int, int, str]] = {}
-    for s in _evaluation_samples(hardware=hardware, problem_set=problem_set):
+    for s in _evaluation_samples(hardware=hardware, problem_set=problem_set, stack=stack):
         runs[s.llm][s.problem].append(s)
         llms[s.llm] = s.name
         problems[s.problem] = (s.level, s.pid, s.pname)
