@@ -51,9 +51,9 @@ def envint(name: str, default: int) -> int:
 KEYLESS_COMMANDS = frozenset(
     {
         "audit_kernel", "changepassword", "check", "collectstatic", "createcachetable", "createsuperuser",
-        "create_api_token", "evaluate_kernel", "help", "import_baselines", "import_hack_flags", "import_problems",
-        "load_demo", "makemigrations", "migrate", "reap_evaluations", "seed_demo_results", "showmigrations",
-        "spectacular",
+        "create_api_token", "evaluate_kernel", "export_dataset", "help", "import_baselines", "import_hack_flags",
+        "import_problems", "load_demo", "makemigrations", "migrate", "reap_evaluations", "rerun_champions",
+        "reproduce", "reveal_seeds", "seed_demo_results", "showmigrations", "spectacular",
     }
 )  # fmt: skip
 

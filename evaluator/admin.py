@@ -1,7 +1,19 @@
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
 
 from evaluator.admin_actions import rerun_evaluations
-from evaluator.models import AuditFlag, Baseline, ComputeBudget, DistributionResult, Evaluation
+from evaluator.models import (
+    AuditFlag,
+    Baseline,
+    ComputeBudget,
+    DistributionResult,
+    Evaluation,
+    ReEvaluation,
+    SeedCommitment,
+    Webhook,
+)
 
 
 class DistributionResultInline(admin.TabularInline):
@@ -46,3 +58,35 @@ class ComputeBudgetAdmin(admin.ModelAdmin):
     list_display = ["__str__", "kernels_per_day", "gpu_seconds_per_day", "queued_max", "note", "updated_at"]
     search_fields = ["user__username", "llm__name", "note"]
     raw_id_fields = ["user", "llm"]
+
+
+@admin.register(SeedCommitment)
+class SeedCommitmentAdmin(admin.ModelAdmin):
+    """Master seeds kept apart from the published records; the master is not shown here until it is revealed."""
+
+    list_display = ["evaluation", "digest", "scheme", "created_at", "revealed_at"]
+    list_filter = ["revealed_at"]
+    raw_id_fields = ["evaluation"]
+    exclude = ["master"]
+    readonly_fields = ["evaluation", "digest", "scheme", "revealed_at"]
+    actions = ["reveal_now"]
+
+    @admin.action(description="Reveal the seeds now")
+    def reveal_now(self, request: HttpRequest, queryset: QuerySet) -> None:
+        count = queryset.filter(revealed_at__isnull=True).update(revealed_at=timezone.now())
+        self.message_user(request, f"revealed {count} master seed(s)")
+
+
+@admin.register(ReEvaluation)
+class ReEvaluationAdmin(admin.ModelAdmin):
+    list_display = ["evaluation", "kernel", "hardware", "previous_stack", "stack", "estimated_seconds", "created_at"]
+    list_filter = ["hardware", "stack"]
+    raw_id_fields = ["evaluation", "previous", "kernel"]
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    list_display = ["user", "url", "active", "last_delivery_at", "last_status"]
+    list_filter = ["active"]
+    raw_id_fields = ["user"]
+    exclude = ["secret"]

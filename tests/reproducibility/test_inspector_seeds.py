@@ -31,3 +31,20 @@ def test_seeds_are_shown_once_revealed_with_the_command(client):
     assert seeds_reveal_due() == 1
     html = client.get(f"/kernels/{ev.kernel_id}/?evaluation={ev.pk}").content.decode()
     assert master in html and f"manage.py reproduce {ev.pk}" in html and f"--seeds {master}" in html
+
+
+def test_the_admin_lists_commitments_without_their_master(admin_client):
+    master = seeds.draw()
+    ev = EvaluationFactory()
+    row = SeedCommitment.objects.create(evaluation=ev, master=master, digest=seeds.digest(master), scheme=seeds.SCHEME)
+    listing = admin_client.get("/admin/evaluator/seedcommitment/")
+    detail = admin_client.get(f"/admin/evaluator/seedcommitment/{row.pk}/change/")
+    assert listing.status_code == detail.status_code == 200
+    assert master not in listing.content.decode() + detail.content.decode()
+    admin_client.post(
+        "/admin/evaluator/seedcommitment/", {"action": "reveal_now", "_selected_action": [row.pk]}, follow=True
+    )
+    row.refresh_from_db()
+    assert row.revealed_at is not None
+    for page in ("reevaluation", "webhook"):
+        assert admin_client.get(f"/admin/evaluator/{page}/").status_code == 200
