@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Q, Sum
 from django.utils import timezone
 
 from catalogue.models import LLM, Kernel
@@ -240,7 +240,17 @@ def budget_spent(*, evaluation: Evaluation) -> str | None:
     uploader = kernel.submission.uploader
     if _exempt(uploader):
         return None
-    for budget in (budget_for_user(user=uploader), budget_for_llm(llm=kernel.llm)):
+    since = timezone.now() - WINDOW
+    subjects = (
+        (Q(kernel__submission__uploader=uploader), ComputeBudget.objects.filter(user=uploader).first(), "user"),
+        (Q(kernel__llm=kernel.llm), ComputeBudget.objects.filter(llm=kernel.llm).first(), "llm"),
+    )
+    for owner, override, kind in subjects:
+        # One sum per claim; the full budget (and when it resets) only when it is spent.
+        used = Evaluation.objects.filter(owner, finished_at__gte=since).aggregate(s=Sum("harness_seconds"))["s"] or 0
+        if used < _limits_for(override=override)["gpu_seconds_per_day"]:
+            continue
+        budget = budget_for_user(user=uploader) if kind == "user" else budget_for_llm(llm=kernel.llm)
         gpu = budget.limit("gpu_seconds_per_day")
         if gpu.used >= gpu.limit:
             return (
