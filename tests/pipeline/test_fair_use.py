@@ -191,7 +191,7 @@ def test_the_account_page_and_the_api_show_the_budget(demo_problems, api, client
     assert "Compute budget" in page and "kernels per day" in page and "GPU-seconds per day" in page
 
 
-def test_staff_and_project_uploads_have_no_budget(demo_problems, settings, sent, django_user_model):
+def test_staff_and_project_uploads_have_no_budget(demo_problems, client, settings, sent, django_user_model):
     from leaderboard.services.submissions import submission_create
 
     settings.BUDGET_KERNELS_PER_DAY = 1
@@ -206,6 +206,9 @@ def test_staff_and_project_uploads_have_no_budget(demo_problems, settings, sent,
             allow_duplicate=True,
         )
     assert Kernel.objects.count() == 6
+    client.force_login(staff)
+    assert "Staff accounts have no compute budget" in client.get("/account/").content.decode()
+    assert client.get("/api/budget/").json()["account"] == {"subject": "account 'root'", "exempt": True, "limits": []}
 
 
 # --- Fingerprints: trivial variants are one kernel ---------------------------------------------------------------
