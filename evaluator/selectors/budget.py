@@ -32,6 +32,9 @@ LIMITS = (
     ("queued_max", "kernels queued at once", "BUDGET_QUEUED_MAX"),
 )
 ACTIVE = (Evaluation.Status.QUEUED, Evaluation.Status.RUNNING)
+# Re-evaluations the site queues itself (evaluator.services.reruns, RERUN_GPU_SECONDS_PER_DAY) are not the
+# uploader's doing: they neither count against nor wait for the uploader's budget.
+UPLOADERS_OWN = Q(re_evaluation__isnull=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +128,7 @@ def _budget(*, subject: str, owner: Q, kernels: Q, override: ComputeBudget | Non
     kernel_reset = _frees_at([(t, 1.0) for t in uploads], kernel_excess) if kernel_excess > 0 else None
 
     charged = list(
-        Evaluation.objects.filter(owner, finished_at__gte=since, harness_seconds__gt=0)
+        Evaluation.objects.filter(owner, UPLOADERS_OWN, finished_at__gte=since, harness_seconds__gt=0)
         .order_by("finished_at")
         .values_list("finished_at", "harness_seconds")
     )
@@ -133,7 +136,7 @@ def _budget(*, subject: str, owner: Q, kernels: Q, override: ComputeBudget | Non
     gpu_excess = seconds - limits["gpu_seconds_per_day"]
     gpu_reset = _frees_at(charged, gpu_excess + 1e-9) if gpu_excess >= 0 else None
 
-    queued = Evaluation.objects.filter(owner, is_current=True, status__in=ACTIVE).count()
+    queued = Evaluation.objects.filter(owner, UPLOADERS_OWN, is_current=True, status__in=ACTIVE).count()
     values = {"kernels_per_day": (len(uploads), kernel_reset), "gpu_seconds_per_day": (seconds, gpu_reset)}
     values["queued_max"] = (queued, None)
     return Budget(
@@ -238,7 +241,7 @@ def budget_spent(*, evaluation: Evaluation) -> str | None:
     upload fitted, but earlier kernels of the same account used it up since). None: it may run."""
     kernel = Kernel.objects.select_related("submission__uploader", "llm").get(pk=evaluation.kernel_id)
     uploader = kernel.submission.uploader
-    if _exempt(uploader):
+    if _exempt(uploader) or not Evaluation.objects.filter(UPLOADERS_OWN, pk=evaluation.pk).exists():
         return None
     since = timezone.now() - WINDOW
     subjects = (
@@ -247,7 +250,8 @@ def budget_spent(*, evaluation: Evaluation) -> str | None:
     )
     for owner, override, kind in subjects:
         # One sum per claim; the full budget (and when it resets) only when it is spent.
-        used = Evaluation.objects.filter(owner, finished_at__gte=since).aggregate(s=Sum("harness_seconds"))["s"] or 0
+        spent = Evaluation.objects.filter(owner, UPLOADERS_OWN, finished_at__gte=since)
+        used = spent.aggregate(s=Sum("harness_seconds"))["s"] or 0
         if used < _limits_for(override=override)["gpu_seconds_per_day"]:
             continue
         budget = budget_for_user(user=uploader) if kind == "user" else budget_for_llm(llm=kernel.llm)

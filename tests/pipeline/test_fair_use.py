@@ -384,3 +384,22 @@ def test_the_pair_limit_still_locks_one_username_first(client, user, settings):
     assert client.post("/accounts/login/", {"username": "alice", "password": "pw-alice-123"}).status_code == 429
     # The address itself is not locked yet (10 failures, limit 30): another username can still log in from it.
     assert client.post("/accounts/login/", {"username": "bob", "password": "nope"}).status_code == 200
+
+
+def test_the_sites_own_re_evaluations_neither_count_nor_wait(demo_problems, api, user, settings, sent):
+    from evaluator.models import ReEvaluation
+    from evaluator.selectors.budget import budget_spent
+
+    settings.BUDGET_GPU_SECONDS_PER_DAY = 100
+    assert upload(api, samples(1)).status_code == 202
+    (first,) = Evaluation.objects.all()
+    finish(first, speedup=1.5, seconds=60)
+    Evaluation.objects.filter(pk=first.pk).update(is_current=False)
+    again = Evaluation.objects.create(kernel=first.kernel, hardware="cpu", status=Evaluation.Status.QUEUED)
+    ReEvaluation.objects.create(evaluation=again, previous=first, kernel=first.kernel, hardware="cpu", stack="new")
+    finish(again, speedup=1.4, seconds=100)
+    gpu = budget_for_user(user=user).limit("gpu_seconds_per_day")
+    assert gpu.used == 60  # only the uploader's own evaluation
+    Evaluation.objects.filter(pk=first.pk).update(harness_seconds=500)  # now the account is spent...
+    Evaluation.objects.filter(pk=again.pk).update(status=Evaluation.Status.RUNNING, finished_at=None)
+    assert budget_spent(evaluation=again) is None  # ...and the site's re-evaluation still runs
