@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from catalogue.models import Submission
 from catalogue.services import submission_reopen
-from evaluator.models import Evaluation, ReEvaluation
+from evaluator.models import Evaluation, ReEvaluation, SeedCommitment
 from evaluator.selectors.eligibility import ranked_evaluations
 from evaluator.selectors.stacks import current_stack, evaluation_stack
 from evaluator.services.evaluations import _send as send_evaluations
@@ -23,8 +23,10 @@ from evaluator.services.evaluations import evaluations_enqueue, queue_for
 
 
 def _supersede(old: Evaluation) -> None:
-    """Take `old` out of the current set (inside a transaction, row locked) and undo its count if it was counted."""
+    """Take `old` out of the current set (inside a transaction, row locked) and undo its count if it was counted.
+    Its master seed, if it has one, is revealed now: a superseded verdict can be re-run by anyone."""
     Evaluation.objects.filter(pk=old.pk).update(is_current=False)
+    SeedCommitment.objects.filter(evaluation_id=old.pk, revealed_at__isnull=True).update(revealed_at=timezone.now())
     if old.status == Evaluation.Status.QUEUED:
         # Its message may still be waiting; the claim only takes current rows, and this closes the row for good.
         Evaluation.objects.filter(pk=old.pk).update(

@@ -8,8 +8,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from evaluator.harness import seeds
 from evaluator.harness.record import Record
-from evaluator.models import Evaluation, ReEvaluation
+from evaluator.models import Evaluation, ReEvaluation, SeedCommitment
 from evaluator.selectors.stacks import current_stack, kernel_verdict_history
 from evaluator.services.reruns import champions_rerun, rerun_budget_left
 from tests.factories import EvaluationFactory, KernelFactory, LLMFactory, ProblemFactory, SubmissionFactory
@@ -26,13 +27,16 @@ def _evaluation(problem, llm, speedup: float, *, env: dict, age_hours: float, se
     )
     record = Record(status="ok", correct=True, standard_correct=True, speedup=speedup).to_dict()
     record["environment"].update(env)
-    return EvaluationFactory(
+    evaluation = EvaluationFactory(
         kernel=kernel,
         speedup=speedup,
         result=record,
         harness_seconds=seconds,
         finished_at=timezone.now() - timedelta(hours=age_hours),
     )
+    master = seeds.draw()
+    SeedCommitment.objects.create(evaluation=evaluation, master=master, digest=seeds.digest(master), scheme="x")
+    return evaluation
 
 
 @pytest.fixture
@@ -67,6 +71,7 @@ def test_a_new_torch_requeues_the_champions_within_the_budget(
     for old in champions[:2]:
         old.refresh_from_db()
         assert not old.is_current and old.status == Evaluation.Status.DONE  # kept, for the history
+        assert old.seed_commitment.revealed_at is not None  # superseded: its seeds are revealed at once
     assert {call["queue"] for call in sent.calls} == {"eval-h200-rerun"} and sent.ids == plan.queued
     rerun = ReEvaluation.objects.get(evaluation_id=plan.queued[0])
     assert rerun.stack.startswith("torch 2.14.0") and rerun.previous_stack.startswith("torch 2.13.0")
