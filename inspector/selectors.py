@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db.models import OuterRef, Subquery
 from django.http import Http404
 
 from catalogue.models import Kernel
@@ -261,24 +262,22 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None, staff
 
 
 def kernels_folded_with(*, kernel: Kernel, hardware: str | None) -> list[FoldedKernel]:
-    """The LLM's other kernels for this problem with the same source fingerprint (one query), oldest first, each
-    with its current evaluation on `hardware`."""
+    """The LLM's other kernels for this problem with the same source fingerprint, oldest first, each with its
+    current evaluation on `hardware` (one query; none for a kernel without a fingerprint)."""
     if not kernel.fingerprint:
         return []
+    current = Evaluation.objects.filter(kernel_id=OuterRef("pk"), is_current=True, hardware=hardware)
     rows = (
         Kernel.objects.filter(llm_id=kernel.llm_id, problem_id=kernel.problem_id, fingerprint=kernel.fingerprint)
         .exclude(pk=kernel.pk)
+        .annotate(
+            current_speedup=Subquery(current.values("speedup")[:1]),
+            current_status=Subquery(current.values("status")[:1]),
+        )
         .order_by("created_at", "pk")
-        .values_list("pk", "submission_id", "sample")
+        .values_list("pk", "submission_id", "sample", "current_speedup", "current_status")
     )
-    rows = list(rows[:100])
-    current = {
-        kernel_id: (speedup, status)
-        for kernel_id, speedup, status in Evaluation.objects.filter(
-            kernel_id__in=[pk for pk, _, _ in rows], is_current=True, hardware=hardware
-        ).values_list("kernel_id", "speedup", "status")
-    }
-    return [FoldedKernel(pk, submission_id, sample, *current.get(pk, (None, ""))) for pk, submission_id, sample in rows]
+    return [FoldedKernel(pk, sub, sample, speedup, status or "") for pk, sub, sample, speedup, status in rows[:100]]
 
 
 def _side_by_side(launched: dict[str, Any] | None) -> list[tuple[dict | None, dict | None]]:
