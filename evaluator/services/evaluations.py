@@ -22,6 +22,7 @@ from django.utils import timezone
 from catalogue.models import Kernel
 from catalogue.services import submission_count_finished, submission_start
 from evaluator.harness.record import Distribution, Record
+from evaluator.host import with_driver
 from evaluator.models import Baseline, DistributionResult, Evaluation
 from evaluator.services.baselines import baseline_add_sample, baseline_fields
 from evaluator.services.degenerate import problem_degenerate_check
@@ -219,6 +220,7 @@ def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool
     status. A record that is not one (evaluator/harness/record.py) fails the
     evaluation instead. Returns False (and stores nothing) if this attempt no longer owns the row."""
     record, master = seeds_take(record)  # the master seed is kept apart, never in the stored record
+    record = with_driver(record, device=device_for(evaluation.hardware))  # this worker's NVIDIA driver, for the stack
     if seeds_used(master):
         return evaluation_fail(evaluation=evaluation, error="the harness reused a master seed of another evaluation")
     try:
