@@ -22,7 +22,7 @@ DISTRIBUTION_FIGURES = (
 )
 VERDICT_FIGURES = ("status", "correct", "standard_correct", "reference_constant", "params_randomised")
 # The software and hardware a verdict was measured on: a difference here explains differing figures.
-ENVIRONMENT_KEYS = ("device", "device_name", "arch", "torch", "cuda", "cudnn", "python", "harness_version")
+ENVIRONMENT_KEYS = ("device", "device_name", "arch", "torch", "cuda", "cudnn", "driver", "python", "harness_version")
 # Timing is measured afresh by a reproduction; it is shown, never expected to agree to the digit.
 TIMING_FIGURES = ("speedup", "speedup_fp32", "memory_ratio")
 

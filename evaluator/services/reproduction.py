@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 
 from evaluator.harness import reproduce, seeds
+from evaluator.host import with_driver
 from evaluator.models import Evaluation
 from evaluator.selectors.seeds import master_seed
 from evaluator.services.evaluations import device_for, time_limits
@@ -86,6 +87,7 @@ def evaluation_reproduce(
         **reproduction_arguments(evaluation=evaluation, master=master, device=device, python=python)
     )
     again.pop(seeds.RECORD_KEY, None)
+    again = with_driver(again, device=device or device_for(evaluation.hardware))  # as evaluation_finish adds it
     if (again.get("environment") or {}).get("seeds_digest") not in (None, seeds.digest(master)):
         raise NotReproducible("the harness did not use the revealed master seed")
     return Reproduction(evaluation_id=evaluation_id, original=evaluation.result, again=again)
