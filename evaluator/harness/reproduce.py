@@ -80,8 +80,11 @@ def differences(original: dict[str, Any], again: dict[str, Any]) -> list[Differe
 
 
 def environment_differences(original: dict[str, Any], again: dict[str, Any]) -> list[Difference]:
+    """Where the two were measured differently (a key the reproduction did not record, e.g. the driver outside the
+    site, is not a difference)."""
     a, b = original.get("environment") or {}, again.get("environment") or {}
-    return [Difference(k, a.get(k), b.get(k)) for k in ENVIRONMENT_KEYS if a.get(k) != b.get(k)]
+    differ = [k for k in ENVIRONMENT_KEYS if b.get(k) is not None and a.get(k) != b.get(k)]
+    return [Difference(k, a.get(k), b.get(k)) for k in differ]
 
 
 def _order(name: str) -> tuple[int, str]:
