@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluator.harness.confine import confine
+from evaluator.harness.confine import wanted as confine_wanted
 from evaluator.harness.namespaces import BWRAP_VAR, MODE_VAR, REQUIRE_VAR
 from evaluator.harness.privileges import ENV_VAR as SANDBOX_USER_VAR
 from evaluator.harness.protocol import ENV_PASSTHROUGH, Options, Record, Spec, shorten, validate_result
@@ -40,6 +42,12 @@ GRACE_SECONDS = 30.0  # the harness enforces `timeout` itself; this is the backs
 
 class InfraError(Exception):
     """The evaluation could not run for reasons that are not the kernel's fault (retry it)."""
+
+
+def _confined_harness() -> None:
+    """preexec_fn of the harness as root: die with the caller, then its own network and few capabilities."""
+    die_with_parent()
+    confine()
 
 
 SANDBOX_VARS = (MODE_VAR, REQUIRE_VAR, BWRAP_VAR)  # namespaces.py: which sandbox, whether it is required, bwrap
@@ -199,6 +207,7 @@ class _Harness:
             go_r, self.go_fd = os.pipe()
             fds.append(go_r)
             command += ["--go-fd", str(go_r)]
+        confined = confine_wanted()
         try:
             with open(self.log_path, "wb") as log:
                 self.proc = subprocess.Popen(  # noqa: S603 - our own harness module
@@ -210,8 +219,11 @@ class _Harness:
                     stderr=log,
                     pass_fds=tuple(fds),
                     start_new_session=True,
-                    preexec_fn=die_with_parent,  # noqa: PLW1509 - one system call, no Python state
+                    # system calls only: safe after fork (harness/confine.py)
+                    preexec_fn=_confined_harness if confined else die_with_parent,  # noqa: PLW1509
                 )
+        except subprocess.SubprocessError as exc:  # the confinement failed in the child: never run unconfined
+            raise OSError(f"cannot start the harness confined ({exc}); KBV_CONFINE=off runs it unconfined") from exc
         finally:
             for fd in fds:
                 os.close(fd)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.harness.clients import CandidateClient, Deadline, ReferenceClient
+from evaluator.harness.confine import report as confinement
 from evaluator.harness.context import Context, Emit
 from evaluator.harness.correctness_phase import check_correctness
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
@@ -102,6 +103,7 @@ class Evaluation:
             candidate_uid=self.workers.ident[0] if self.workers.ident else None,
             sandbox=self.workers.sandbox,
             sandbox_reason=self.workers.sandbox_reason,
+            orchestrator=confinement(),  # what this process runs with: capabilities, network (confine.py)
         )
         ctx.ref = ReferenceClient(self.workers.ref, ctx.deadline)
         ctx.cand = CandidateClient(

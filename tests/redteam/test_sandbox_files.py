@@ -316,3 +316,54 @@ def test_the_install_probe_starts_the_real_interpreter_through_the_sandbox(tmp_c
         timeout=120,
     )
     assert done.returncode == 1 and "cannot start this checkout's worker" in done.stdout, done.stdout + done.stderr
+
+
+PROBE = """
+import json, socket, sys
+out = {}
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2).close()
+    out["connected"] = True
+except OSError as exc:
+    out["connected"] = False
+status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+out["bounding"] = int(status["CapBnd"].strip(), 16)
+out["effective"] = int(status["CapEff"].strip(), 16)
+out["no_new_privs"] = status["NoNewPrivs"].strip()
+import ctypes
+out["sys_admin"] = ctypes.CDLL(None).unshare(0x00020000) == 0  # a mount namespace of its own: CAP_SYS_ADMIN
+print(json.dumps(out))
+"""
+
+
+@ROOT_ONLY
+def test_the_orchestrator_reaches_no_host_service_and_keeps_only_what_it_uses(tmp_path):
+    """The harness process as the runner starts it (confine.py, between fork and exec): a listener on the host's
+    loopback stands for the database and the broker; capabilities are read back from the kernel's own view."""
+    from evaluator.harness.confine import KEEP, confine
+
+    server = __import__("socket").socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, str(port)],
+            preexec_fn=confine,  # noqa: PLW1509 - what the runner does
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        server.close()
+    seen = json.loads(done.stdout)
+    keep = sum(1 << cap for cap in KEEP)
+    assert seen["connected"] is False, "the harness reached a service on the host's loopback"
+    assert seen["bounding"] == keep and seen["effective"] == keep, seen
+    assert seen["no_new_privs"] == "1" and seen["sys_admin"] is False
+    record = _evaluate(tmp_path, "import torch\nimport torch.nn as nn\n" + MODEL)
+    assert record["status"] == "ok" and record["correct"] is True, record["error"]
+    orchestrator = record["environment"]["orchestrator"]
+    assert orchestrator["network_interfaces"] == ["lo"] and orchestrator["no_new_privs"] is True
+    assert set(orchestrator["capabilities"]) == {"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_IPC_LOCK",
+                                                 "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SYS_NICE"}  # fmt: skip
