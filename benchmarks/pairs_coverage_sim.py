@@ -37,12 +37,15 @@ from evaluator.harness.timing import (  # noqa: E402
     pooled_ratio,
     ratios_disagree,
 )
+from evaluator.harness.timing_phase import WIDTH_RULE_PAIRS  # noqa: E402
 
 
 def wider(pairs: list[tuple[list[float], list[float]]], target: float) -> bool:
     """timing_phase.wider_than_target on plain pairs."""
+    if target <= 0 or len(pairs) >= WIDTH_RULE_PAIRS:
+        return False
     made = log_ratio_interval(pairs, bootstrap=False)
-    return target > 0 and made is not None and math.expm1(made[2]) > target
+    return made is not None and math.expm1(made[2]) > target
 
 
 def evaluation(

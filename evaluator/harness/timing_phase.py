@@ -45,6 +45,11 @@ from evaluator.harness.timing_record import (
 from evaluator.harness.verdict import integrity
 
 MIN_ROUNDS = 4  # blocks per side before the loop may stop early (quick mode's 10 calls would be only 2)
+# The interval-width rule adds pairs only below this many: it resolves two pairs' one degree of freedom. Beyond
+# three, only disagreement adds pairs: a fourth pair to narrow an interval that three agree on cost 0.5 pairs per
+# evaluation for 1.5 % less width, and stopping on a narrow interval lowered coverage (96-97 % -> 92-95 %, at 1 %
+# between-process spread; benchmarks/results/log-interval-coverage.md).
+WIDTH_RULE_PAIRS = 3
 
 OutsideLock = Callable[[], AbstractContextManager[str]]
 
@@ -165,9 +170,9 @@ def pairs_wanted(first: PairSamples, host: dict[str, float], opts: Options) -> i
 
 def wider_than_target(pairs: list[PairSamples], opts: Options) -> bool:
     """Is the speedup's interval from these pairs (timing.log_ratio_interval, the calls' precision taken from their
-    robust errors) wider than opts.ci_target? Two pairs give one degree of freedom: they stop there only when they
-    agree within about ci_target / 8; else a third pair, and so on up to max_process_pairs."""
-    if opts.ci_target <= 0:
+    robust errors) wider than opts.ci_target, with fewer than WIDTH_RULE_PAIRS pairs? Two pairs give one degree of
+    freedom: they stop there only when they agree within about ci_target / 8; else a third pair runs."""
+    if opts.ci_target <= 0 or len(pairs) >= WIDTH_RULE_PAIRS:
         return False
     made = log_ratio_interval([(p.times["tf32"], p.times["cand"]) for p in pairs], bootstrap=False)
     return made is not None and math.expm1(made[2]) > opts.ci_target
