@@ -292,8 +292,8 @@ def describe_pairs(
         f"{wanted} pairs wanted (a host time of at least {opts.host_bound_fraction:.0%} of the event time on "
         f"either side: {max(opts.process_pairs, opts.launch_bound_pairs)} pairs; baseline median below "
         f"{opts.pairs_below_ms:g} ms: {opts.process_pairs} pairs; either way up to {opts.max_process_pairs} while "
-        f"their speedups spread by more than {opts.pair_agreement:.0%} or their interval's half-width is over "
-        f"{opts.ci_target:.0%}; else 1); {skipped or f'{len(pairs)} run'}"
+        f"their speedups spread by more than {opts.pair_agreement:.0%}, and a third when two pairs' interval is "
+        f"wider than {opts.ci_target:.0%}; else 1); {skipped or f'{len(pairs)} run'}"
     )
 
 
