@@ -1,6 +1,6 @@
 from django.urls import path  # noqa: F401
 
-from leaderboard import views, views_accounts, views_browse, views_dataset, views_submit
+from leaderboard import views, views_accounts, views_browse, views_dataset, views_submit, views_webhook
 
 app_name = "leaderboard"
 urlpatterns: list = [
@@ -18,6 +18,7 @@ urlpatterns: list = [
     path("submissions/<int:pk>/results.csv", views_submit.submission_csv, name="submission-csv"),
     path("account/", views_submit.account, name="account"),
     path("accounts/signup/", views_accounts.signup, name="signup"),  # beside Django's /accounts/login/
+    path("account/webhook/", views_webhook.account_webhook, name="account-webhook"),
     # --- The public dataset of verdicts (evaluator.dataset) ---
     path("dataset/", views_dataset.dataset, name="dataset"),
     path("dataset/verdicts.jsonl", views_dataset.dataset_jsonl, name="dataset-jsonl"),

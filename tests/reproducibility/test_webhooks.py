@@ -127,3 +127,20 @@ def test_only_http_urls_and_no_private_addresses(running, settings):
     assert len(made["secret"]) == 64 and made["signature_header"] == "X-KBV-Signature"
     assert api.get("/api/webhook/").json()["url"] == "http://localhost:9/x"
     assert api.delete("/api/webhook/").status_code == 204 and not Webhook.objects.exists()
+
+
+def test_the_account_page_sets_and_removes_the_webhook(client, django_user_model, settings):
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    bob = django_user_model.objects.create_user(username="bob", password="pw-bob-12345")
+    client.force_login(bob)
+    assert "Webhook" in client.get("/account/").content.decode()
+    refused = client.post("/account/webhook/", {"url": "http://127.0.0.1/x"}, follow=True).content.decode()
+    assert "Webhook not set" in refused and not Webhook.objects.exists()
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    page = client.post("/account/webhook/", {"url": "http://127.0.0.1:9/x"}, follow=True).content.decode()
+    hook = Webhook.objects.get(user=bob)
+    assert "Webhook set" in page and hook.secret in page and "http://127.0.0.1:9/x" in page
+    client.post("/account/webhook/", {"url": hook.url, "rotate": "1"})
+    assert Webhook.objects.get(user=bob).secret != hook.secret
+    client.post("/account/webhook/", {"delete": "1"})
+    assert not Webhook.objects.exists()
