@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from evaluator.models import AuditFlag, DistributionResult, Evaluation
@@ -49,12 +50,38 @@ class EvaluationSerializer(serializers.ModelSerializer):
         ]
 
 
+class SeedsSerializer(serializers.Serializer):
+    """The verdict's committed seeds: the digest always, the master seed once revealed (README, "How a reader
+    checks a verdict")."""
+
+    digest = serializers.CharField(allow_null=True)
+    scheme = serializers.CharField(allow_null=True)
+    master = serializers.CharField(allow_null=True, help_text="null until revealed")
+    revealed_at = serializers.DateTimeField(allow_null=True)
+    command = serializers.CharField(allow_null=True, help_text="re-runs the verdict, once revealed")
+
+
 class EvaluationDetailSerializer(EvaluationSerializer):
     distributions = DistributionResultSerializer(many=True, read_only=True)
     result = serializers.JSONField(read_only=True, help_text="The full result record (docs/protocol.md section 8).")
+    seeds = serializers.SerializerMethodField()
 
     class Meta(EvaluationSerializer.Meta):
-        fields = [*EvaluationSerializer.Meta.fields, "distributions", "result"]
+        fields = [*EvaluationSerializer.Meta.fields, "distributions", "result", "seeds"]
+
+    @extend_schema_field(SeedsSerializer)
+    def get_seeds(self, evaluation: Evaluation) -> dict:
+        from evaluator.selectors.seeds import revealed_seeds
+
+        env = (evaluation.result or {}).get("environment") or {}
+        shown = revealed_seeds(evaluation_id=evaluation.pk)
+        return {
+            "digest": env.get("seeds_digest"),
+            "scheme": env.get("seeds_scheme"),
+            "master": shown.master if shown else None,
+            "revealed_at": shown.revealed_at if shown else None,
+            "command": shown.command if shown else None,
+        }
 
 
 # --- Audit ------------------------------------------------------------------------------------------------------

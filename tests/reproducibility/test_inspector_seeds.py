@@ -48,3 +48,17 @@ def test_the_admin_lists_commitments_without_their_master(admin_client):
     assert row.revealed_at is not None
     for page in ("reevaluation", "webhook"):
         assert admin_client.get(f"/admin/evaluator/{page}/").status_code == 200
+
+
+def test_the_api_gives_the_digest_and_the_master_once_revealed(client):
+    master = seeds.draw()
+    record = Record(status="ok", correct=True, standard_correct=True, speedup=1.5).to_dict()
+    record["environment"].update(seeds_digest=seeds.digest(master), seeds_scheme=seeds.SCHEME)
+    ev = EvaluationFactory(result=record, finished_at=timezone.now())
+    row = SeedCommitment.objects.create(evaluation=ev, master=master, digest=seeds.digest(master), scheme=seeds.SCHEME)
+    shown = client.get(f"/api/evaluations/{ev.pk}/").json()["seeds"]
+    assert shown["digest"] == seeds.digest(master) and shown["master"] is None and master not in str(shown)
+    row.revealed_at = timezone.now()
+    row.save()
+    shown = client.get(f"/api/evaluations/{ev.pk}/").json()["seeds"]
+    assert shown["master"] == master and shown["command"].endswith(f"reproduce {ev.pk}")
