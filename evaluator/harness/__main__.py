@@ -138,8 +138,10 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     print(result_to_json(record) if args.json else _summary(record))  # type: ignore[arg-type]  # no standby: a dict
     if args.compare and record is not None:
+        # A record, the API's evaluation detail ("result") or a dataset row ("record").
         original = json.loads(Path(args.compare).read_text())
-        print(reproduce.report(original.get("result", original), record), file=sys.stderr if args.json else sys.stdout)
+        original = original.get("record") or original.get("result") or original
+        print(reproduce.report(original, record), file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
