@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from evaluator.models import Evaluation, SeedCommitment
-from evaluator.selectors.seeds import RevealedSeeds, revealed_seeds
+from evaluator.selectors.seeds import RevealedSeeds, revealed_from
 from evaluator.selectors.stacks import VerdictAtStack, evaluation_stack, kernel_verdict_history
 
 
@@ -33,13 +33,14 @@ def verdict_reproducibility(*, kernel_id: int, evaluation: Evaluation | None) ->
     if evaluation is None:
         return Reproducibility(None, None, False, None, None, "", history)
     env = (evaluation.result or {}).get("environment") or {}
-    kept = SeedCommitment.objects.filter(evaluation_id=evaluation.pk).exists()
+    row = SeedCommitment.objects.filter(evaluation_id=evaluation.pk).first()  # one query: kept, and revealed?
+    kept = row is not None
     due = evaluation.finished_at + reveal_after() if kept and evaluation.finished_at else None
     return Reproducibility(
         evaluation_id=evaluation.pk,
         digest=env.get("seeds_digest"),
         kept=kept,
-        revealed=revealed_seeds(evaluation_id=evaluation.pk),
+        revealed=revealed_from(row) if row is not None else None,
         reveal_due=due,
         stack=evaluation_stack(evaluation),
         history=history,

@@ -33,7 +33,12 @@ class RevealedSeeds:
 def revealed_seeds(*, evaluation_id: int) -> RevealedSeeds | None:
     """The evaluation's master seed if it has been revealed, else None (secret, or none was kept)."""
     row = SeedCommitment.objects.filter(evaluation_id=evaluation_id, revealed_at__isnull=False).first()
-    if row is None or row.revealed_at is None:
+    return revealed_from(row) if row is not None else None
+
+
+def revealed_from(row: SeedCommitment) -> RevealedSeeds | None:
+    """The revealed seeds of a commitment row already read, or None while they are secret."""
+    if row.revealed_at is None:
         return None
     return RevealedSeeds(row.evaluation_id, row.master, row.digest, row.scheme, row.revealed_at)
 

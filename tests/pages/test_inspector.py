@@ -143,9 +143,9 @@ def test_unevaluated_kernel(client, db):
 
 
 def test_inspector_query_count(client, inspected, django_assert_max_num_queries):
-    # kernel, evaluations, distributions, flags (+ reviewer join), the stored torch.compile baseline (issue 19;
-    # staff pages also read the evaluation's profile requests)
-    with django_assert_max_num_queries(6):
+    # kernel, evaluations, distributions, flags (+ reviewer join), the stored torch.compile baseline, the kernel's
+    # verdicts across software stacks, the seeds' commitment (staff pages also read the evaluation's profile requests)
+    with django_assert_max_num_queries(7):
         assert client.get(reverse("inspector:kernel-detail", args=[inspected.kernel_id])).status_code == 200
 
 
