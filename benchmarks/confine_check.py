@@ -17,7 +17,10 @@ sys.path.insert(0, str(REPO))
 
 from evaluator.runner import run_evaluation  # noqa: E402
 
-KERNEL = "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+KERNEL = (
+    "import torch\nimport torch.nn as nn\n\n"
+    "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+)
 
 
 def main() -> int:
