@@ -31,6 +31,7 @@ from evaluator.harness.protocol import ENV_PASSTHROUGH
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 LOG_KEEP_BYTES = 32 * 1024  # of a worker's output: this much of its head and of its tail
+CGROUP_PIDS = 8192  # tasks (threads count) in one worker's cgroup: torch starts a few dozen per process
 
 
 class WorkerError(Exception):
@@ -111,19 +112,6 @@ def pids_rss(pids: list[int]) -> int:
     total = 0
     page = os.sysconf("SC_PAGE_SIZE")
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/statm", "rb") as fh:
-                total += int(fh.read().split()[1]) * page
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
-
-
-def process_group_rss(pgid: int) -> int:
-    """Resident bytes of every process in a process group."""
-    total = 0
-    page = os.sysconf("SC_PAGE_SIZE")
-    for pid in group_pids(pgid):
         try:
             with open(f"/proc/{pid}/statm", "rb") as fh:
                 total += int(fh.read().split()[1]) * page
@@ -216,8 +204,7 @@ class Worker:
             os.chmod(self.private_dir, 0o700)
         if self.memory_limit_bytes:
             name = f"{os.getpid()}-{self.role}-{time.monotonic_ns()}"
-            nproc = int(self.limits.get("cgroup_pids") or 8192)
-            self.cgroup, self.cgroup_reason = Cgroup.make(name, memory_bytes=self.memory_limit_bytes, pids=nproc)
+            self.cgroup, self.cgroup_reason = Cgroup.make(name, memory_bytes=self.memory_limit_bytes, pids=CGROUP_PIDS)
         cmd_r, self._cmd_w = os.pipe()
         self._rep_r, rep_w = os.pipe()
         log_r, log_w = os.pipe()
