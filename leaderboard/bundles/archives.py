@@ -139,7 +139,15 @@ def read_zip(data: bytes, collector: Collector, limits: Limits) -> None:
         try:
             with archive.open(info) as stream:
                 content = _read_capped(stream, cap, budget)
-        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, OSError, ValueError) as exc:  # ValueError: offsets past the data
+        except (
+            zipfile.BadZipFile,
+            zlib.error,
+            EOFError,
+            NotImplementedError,
+            RuntimeError,
+            OSError,
+            ValueError,
+        ) as exc:
             _member(collector, info.filename, None, limits, f"unreadable member ({exc})")
             continue
         if len(content) > cap:
