@@ -32,7 +32,10 @@ def write_bundle(tmp_path: Path, *kernels: tuple[int, int, int]) -> Path:
 def submit_and_wait(stack: Stack, bundle: Path) -> dict:
     args = ["--llm", "e2e-llm", "--problem-set", "demo", "--hardware", stack.hardware]
     done = stack.client("--json", "submit", str(bundle), *args, "--wait", "--interval", "1", "--timeout", str(WAIT_S))
-    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n--- worker ---\n{stack.log('worker')}"
+    # exit 3: not every kernel passed (the bundles here hold incorrect kernels on purpose)
+    assert done.returncode in (0, 3), (
+        f"{done.stdout}\n{done.stderr}\n--- worker ---\n{stack.log('worker')}"
+    )  # 3: not all passed
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -112,7 +115,7 @@ def test_infra_errors_are_retried_on_the_same_queue_then_given_up(embedded: Stac
     args = ["--llm", "e2e-llm", "--problem-set", "demo", "--hardware", "cpu-broken"]
     done = embedded.client("--json", "submit", str(write_bundle(tmp_path, (1, 3, 0))), *args, "--wait", "--interval",
                            "1", "--timeout", str(WAIT_S))  # fmt: skip
-    assert done.returncode == 0, f"{done.stderr}\n{embedded.log('broken')}"
+    assert done.returncode in (0, 3), f"{done.stderr}\n{embedded.log('broken')}"  # 3: not every kernel passed
     final = json.loads(done.stdout.strip().splitlines()[-1])
     (evaluation,) = embedded.db_facts([final["id"]])["evaluations"]
     assert (final["status"], final["evaluated_count"], final["correct_count"]) == ("failed", 1, 0)
@@ -130,7 +133,7 @@ def test_a_prestarting_worker_evaluates_through_standbys_and_leaves_nothing_behi
     bundle = write_bundle(tmp_path, (1, 1, 0), (1, 2, 0), (1, 3, 0))
     done = embedded.client("--json", "submit", str(bundle), *args, "--wait", "--interval", "1", "--timeout",
                            str(WAIT_S))  # fmt: skip
-    assert done.returncode == 0, f"{done.stderr}\n{embedded.log('prestart')}"
+    assert done.returncode in (0, 3), f"{done.stderr}\n{embedded.log('prestart')}"  # 3: not every kernel passed
     final = json.loads(done.stdout.strip().splitlines()[-1])
     assert (final["status"], final["evaluated_count"], final["correct_count"]) == ("done", 3, 3)
     code = (
