@@ -139,6 +139,8 @@ def read_zip(data: bytes, collector: Collector, limits: Limits) -> None:
         try:
             with archive.open(info) as stream:
                 content = _read_capped(stream, cap, budget)
+        except BundleError:  # the whole bundle's budget (a zip bomb): not one unreadable member
+            raise
         except (
             zipfile.BadZipFile,
             zlib.error,
