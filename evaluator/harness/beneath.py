@@ -13,6 +13,7 @@ kernel of the operating system, without following links.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import stat
@@ -127,8 +128,8 @@ def copy_out(
                         walk(sub, target / entry, rel + "/")
                 except (FileNotFoundError, NotADirectoryError, Refused):
                     continue
-                except OSError as exc:  # ELOOP: swapped for a link since the stat
-                    if exc.errno == 40:
+                except OSError as exc:
+                    if exc.errno == errno.ELOOP:  # swapped for a link since the stat
                         continue
                     raise
             elif stat.S_ISREG(info.st_mode) and keep(rel):
@@ -139,7 +140,7 @@ def copy_out(
                 except (FileNotFoundError, Refused):
                     continue
                 except OSError as exc:
-                    if exc.errno == 40:
+                    if exc.errno == errno.ELOOP:
                         continue
                     raise
                 try:

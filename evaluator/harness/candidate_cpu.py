@@ -52,6 +52,17 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def descendants(root: int, *, exclude: int | None = None) -> list[int]:
+    """Every process below `root` (its children's children too), without the `exclude` subtree; no scan of /proc."""
+    found: list[int] = []
+    todo = [c for c in _children(root) if c != exclude]
+    while todo and len(found) < 100_000:
+        pid = todo.pop()
+        found.append(pid)
+        todo += _children(pid)
+    return found
+
+
 class CandidateCpu:
     """Snapshots of the CPU time of every process below `parent` (the orchestrator: the workers are its children,
     and as a subreaper it adopts whatever a kernel orphans) except the `exclude` subtree (the reference worker)."""
@@ -61,13 +72,7 @@ class CandidateCpu:
         self.exclude = exclude
 
     def _pids(self) -> list[int]:
-        found: list[int] = []
-        todo = [c for c in _children(self.parent) if c != self.exclude]
-        while todo and len(found) < 100_000:
-            pid = todo.pop()
-            found.append(pid)
-            todo += _children(pid)
-        return found
+        return descendants(self.parent, exclude=self.exclude)
 
     def snapshot(self) -> dict[int, float]:
         """pid -> its CPU ms so far, for every candidate process alive now."""

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from evaluator.harness.candidate_cpu import descendants
 from evaluator.harness.cgroup import Cgroup
 from evaluator.harness.commands import Command
 from evaluator.harness.privileges import UID_BASE, UID_SLOTS, Identity, give_to
@@ -83,28 +84,13 @@ def group_pids(pgid: int) -> list[int]:
 def tree_pids(root: int, uid: int | None = None) -> list[int]:
     """A worker's processes without a cgroup: its process tree (in a PID namespace, orphans stay in it), and every
     process of `uid` (an evaluation's own leased uid: processes that left the tree, setsid or not)."""
-    parents: dict[int, int] = {}
-    owned: set[int] = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                stat = fh.read()
-            parents[int(entry.name)] = int(stat[stat.rindex(b")") + 2 :].split()[1])
-            if uid is not None and entry.stat().st_uid == uid:
-                owned.add(int(entry.name))
-        except (OSError, ValueError, IndexError):
-            continue
-    found = {root} if root in parents else set()
-    grew = True
-    while grew:
-        grew = False
-        for pid, ppid in parents.items():
-            if ppid in found and pid not in found:
-                found.add(pid)
-                grew = True
-    return sorted(found | owned)
+    found = {root, *descendants(root)}
+    if uid is not None:
+        for entry in os.scandir("/proc"):
+            with contextlib.suppress(OSError):
+                if entry.name.isdigit() and entry.stat().st_uid == uid:
+                    found.add(int(entry.name))
+    return sorted(found)
 
 
 def pids_rss(pids: list[int]) -> int:
@@ -282,28 +268,33 @@ class Worker:
         ticks = 0
         while not self._stop.wait(0.05) and self.proc.poll() is None:
             ticks += 1
-            if self.cgroup is not None and self.cgroup.oom_killed():
-                # the kernel's limit killed one of the group's processes: the whole evaluation is over the limit
-                limit = self.memory_limit_bytes >> 20
-                self._killed_for = f"host memory limit exceeded (the cgroup's {limit} MiB; its processes were killed)"
+            why = self._over_limit(ticks)
+            if why is not None:
+                self._killed_for = why
                 self._kill_all()
                 return
-            if self.memory_limit_bytes and (self.cgroup is None or ticks % 4 == 0):
-                # with a cgroup the kernel enforces the limit; this only samples the peak
-                rss = pids_rss(self.processes())
-                self.peak_rss = max(self.peak_rss, rss)
-                if rss > self.memory_limit_bytes:
-                    limit = self.memory_limit_bytes >> 20
-                    self._killed_for = f"host memory limit exceeded ({rss >> 20} MiB > {limit} MiB)"
-                    self._kill_all()
-                    return
-            if self.disk_limit_bytes and ticks % 20 == 0:  # once a second: walking a build tree costs more
-                used = sum(folder_bytes(d) for d in (self.private_dir, *self.disk_dirs))
-                if used > self.disk_limit_bytes:
-                    limit = self.disk_limit_bytes >> 20
-                    self._killed_for = f"work folder limit exceeded ({used >> 20} MiB > {limit} MiB)"
-                    self._kill_all()
-                    return
+
+    def _over_limit(self, ticks: int) -> str | None:
+        """Why the worker must stop now (memory or disk over its limit), else None."""
+        if self.cgroup is not None and self.cgroup.oom_killed():
+            # the kernel's limit killed one of the group's processes: the whole evaluation is over the limit
+            return self._cgroup_oom()
+        if self.memory_limit_bytes and (self.cgroup is None or ticks % 4 == 0):
+            # with a cgroup the kernel enforces the limit; this only samples the peak
+            rss = pids_rss(self.processes())
+            self.peak_rss = max(self.peak_rss, rss)
+            if rss > self.memory_limit_bytes:
+                return f"host memory limit exceeded ({rss >> 20} MiB > {self.memory_limit_bytes >> 20} MiB)"
+        if self.disk_limit_bytes and ticks % 20 == 0:  # once a second: walking a build tree costs more
+            used = sum(folder_bytes(d) for d in (self.private_dir, *self.disk_dirs))
+            if used > self.disk_limit_bytes:
+                return f"work folder limit exceeded ({used >> 20} MiB > {self.disk_limit_bytes >> 20} MiB)"
+        return None
+
+    def _cgroup_oom(self) -> str:
+        return (
+            f"host memory limit exceeded (the cgroup's {self.memory_limit_bytes >> 20} MiB; its processes were killed)"
+        )
 
     def _kill_all(self) -> None:
         """SIGKILL the worker's process group and every other process of its own (cgroup, tree, leased uid)."""
@@ -360,8 +351,7 @@ class Worker:
             code = None
         self._kill_all()
         if self._killed_for is None and self.cgroup is not None and self.cgroup.oom_killed():
-            limit = self.memory_limit_bytes >> 20
-            self._killed_for = f"host memory limit exceeded (the cgroup's {limit} MiB; its processes were killed)"
+            self._killed_for = self._cgroup_oom()
         if self._killed_for:
             raise WorkerError("memory", self._killed_for)
         if code is not None and code < 0:

@@ -6,9 +6,11 @@ stdlib only, like the orchestrator.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from evaluator.harness.beneath import copy_in, empty_dir, open_dir, open_trusted_dir
@@ -73,7 +75,7 @@ def _compile(ctx: Context) -> None:
             raise HarnessInfraError("compile cache entry stayed locked")
         cache_state = "hit" if ctx.cache.check_hit() else "miss"
         if cache_state == "hit":
-            with open_trusted_dir(f.work) as work_fd, open_dir(work_fd, f.build.name) as build_fd:
+            with _build_dir(ctx) as build_fd:
                 empty_dir(build_fd)
                 copy_in(ctx.cache.build_dir, build_fd, ctx.workers.ident)
     ctx.record["environment"]["compile_cache"] = cache_state
@@ -97,7 +99,7 @@ def _compile(ctx: Context) -> None:
         ctx.phase("compile", started)
     if ctx.cache is not None:
         if cache_state == "miss":
-            with open_trusted_dir(f.work) as work_fd, open_dir(work_fd, f.build.name) as build_fd:
+            with _build_dir(ctx) as build_fd:
                 cap = ctx.opts.compile_cache_entry_mb << 20
                 stored = ctx.cache.store(build_fd, loaded["compile_s"], max_entry_bytes=cap)
             ctx.record["environment"]["compile_cache_store"] = stored
@@ -105,6 +107,13 @@ def _compile(ctx: Context) -> None:
         ctx.cache.release()
     ctx.record["phases"]["compile_import"] = round(loaded["compile_s"], 3)
     ctx.state_entries = loaded["state"]
+
+
+@contextlib.contextmanager
+def _build_dir(ctx: Context) -> Iterator[int]:
+    """A descriptor of the kernel's build folder, opened beneath the evaluation's folder (ours), never via a link."""
+    with open_trusted_dir(ctx.folders.work) as work_fd, open_dir(work_fd, ctx.folders.build.name) as build_fd:
+        yield build_fd
 
 
 def recompile(ctx: Context) -> None:
