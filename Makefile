@@ -19,18 +19,18 @@ $(BIN)/activate: requirements.txt requirements-dev.txt requirements-gpu.txt
 	touch $(BIN)/activate
 
 # Kernels run as an unprivileged user when the evaluator is root: that user must be able to reach this Python
-# (evaluator/harness/privileges.py; adds o+x to directories such as /root under pyenv, never read or write).
-# Kernels run in Linux namespaces made by bubblewrap (evaluator/harness/namespaces.py): installed here where apt works
+# (evaluator/harness/sandbox/privileges.py; adds o+x to directories such as /root under pyenv, never read or write).
+# Kernels run in Linux namespaces made by bubblewrap (evaluator/harness/sandbox/namespaces.py): installed here where apt works
 # (as root); elsewhere install it yourself or set EVALUATOR_REQUIRE_SANDBOX=False for a weaker isolation.
 install: $(BIN)/activate
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		{ apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
 		  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; }; } || \
 		echo "sandbox: bubblewrap (bwrap) is not installed and could not be installed here"
-	@$(BIN)/python -m evaluator.harness.privileges --open
+	@$(BIN)/python -m evaluator.harness.sandbox.privileges --open
 	@# The command-line client as `.venv/bin/kbv` (pyproject.toml packages only client/; no download)
 	@$(BIN)/pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || echo "kbv: client not installed"
-	@$(BIN)/python -m evaluator.harness.namespaces  # fails when this checkout cannot run a kernel in the sandbox
+	@$(BIN)/python -m evaluator.harness.sandbox.namespaces  # fails when this checkout cannot run a kernel in the sandbox
 
 migrate: install
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py migrate --noinput

@@ -18,7 +18,7 @@ fi
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null
     python3 -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__)'
     echo "cgroup: $(stat -fc %T /sys/fs/cgroup) controllers: $(cat /sys/fs/cgroup/cgroup.controllers 2>/dev/null)"
-    python3 -m evaluator.harness.namespaces
+    python3 -m evaluator.harness.sandbox.namespaces
 } 2>&1 | tee "$OUT/machine.txt"
 start=$(date +%s)
 python3 -m pytest -q -p no:cacheprovider tests/redteam/test_sandbox_files.py -o addopts="" -W ignore 2>&1 \

@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from evaluator.harness.orchestrator.timing_phase import WIDTH_RULE_PAIRS  # noqa: E402
 from evaluator.harness.timing import (  # noqa: E402
     hierarchical_ratio_ci,
     log_ratio_interval,
@@ -37,7 +38,6 @@ from evaluator.harness.timing import (  # noqa: E402
     pooled_ratio,
     ratios_disagree,
 )
-from evaluator.harness.timing_phase import WIDTH_RULE_PAIRS  # noqa: E402
 
 
 def wider(pairs: list[tuple[list[float], list[float]]], target: float) -> bool:

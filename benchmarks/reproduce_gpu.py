@@ -5,7 +5,7 @@
 For each case (by default one correct kernel and one hack, both on KernelBench L1/19 ReLU): evaluate it as the site
 does (the harness draws a fresh master seed and publishes its sha256 as seeds_digest), then "reveal" the master and
 evaluate again with `seeds` set to it, as `manage.py reproduce` does, and compare the per-distribution pass/fail and
-error figures (evaluator/harness/reproduce.py). With --device cpu on a machine without a GPU the same script checks
+error figures (harness/orchestrator/reproduce.py). With --device cpu on a machine without a GPU the same script checks
 the CPU path (L1/19's full-size tensors need about 13 GB of memory there). Writes OUT_DIR/reproduce_gpu.json and
 prints a Markdown table and each comparison. Imports no Django.
 """
@@ -22,7 +22,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from evaluator.harness import reproduce, seeds  # noqa: E402
+from evaluator.harness import seeds  # noqa: E402
+from evaluator.harness.orchestrator import reproduce  # noqa: E402
 from evaluator.runner import InfraError, run_evaluation  # noqa: E402
 
 CASES = {

@@ -29,7 +29,7 @@ EXPORTER = (
     DROP
     + r"""
 import json, torch
-from evaluator.harness.handover import export_cuda
+from evaluator.harness.workers.handover import export_cuda
 t = torch.arange(1 << 20, dtype=torch.float32, device="cuda") * 0.5
 torch.cuda.synchronize()
 print(json.dumps({"pid": os.getpid(), "uid": os.getuid(), "desc": export_cuda(t)}), flush=True)
@@ -40,7 +40,7 @@ IMPORTER = (
     DROP
     + r"""
 import json, torch
-from evaluator.harness.handover import open_cuda
+from evaluator.harness.workers.handover import open_cuda
 desc = json.loads(sys.argv[2])
 try:
     copy = open_cuda(desc, "cuda")

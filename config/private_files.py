@@ -1,7 +1,7 @@
 """Files of the app's own that no other Unix user may read: the SQLite database (with its WAL and shared-memory
 files) and the embedded broker's folder. VAR_DIR itself is 0700 (settings.private_folder), but the evaluator may
 have to let a kernel's uid pass through it to reach its own work folder (x without r), so each file must be
-private by its own mode too: defence in depth behind the kernel's sandbox (evaluator/harness/namespaces.py)."""
+private by its own mode too: defence in depth behind the kernel's sandbox (evaluator/harness/sandbox/namespaces.py)."""
 
 from __future__ import annotations
 

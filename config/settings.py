@@ -301,7 +301,7 @@ EVALUATOR_GPU_LOCK_DIR = Path(os.getenv("EVALUATOR_GPU_LOCK_DIR", VAR_DIR / "gpu
 # while the current one runs (runner.run_evaluation(prestart=True)). Off by default: it holds two idle processes
 # per worker slot; on GPU machines it takes the per-evaluation start-up off the critical path.
 EVALUATOR_PRESTART = envbool("EVALUATOR_PRESTART")
-# Kernels run in Linux namespaces made by bubblewrap (evaluator/harness/namespaces.py). Required unless DEBUG: a
+# Kernels run in Linux namespaces made by bubblewrap (evaluator/harness/sandbox/namespaces.py). Required unless DEBUG: a
 # machine without it then refuses to evaluate (an infrastructure error) rather than silently isolate less.
 EVALUATOR_REQUIRE_SANDBOX = envbool("EVALUATOR_REQUIRE_SANDBOX", str(not DEBUG))
 

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluator.harness.confine import confine
-from evaluator.harness.confine import wanted as confine_wanted
-from evaluator.harness.namespaces import BWRAP_VAR, MODE_VAR, REQUIRE_VAR
-from evaluator.harness.privileges import ENV_VAR as SANDBOX_USER_VAR
 from evaluator.harness.protocol import ENV_PASSTHROUGH, Options, Record, Spec, shorten, validate_result
+from evaluator.harness.sandbox.confine import confine
+from evaluator.harness.sandbox.confine import wanted as confine_wanted
+from evaluator.harness.sandbox.namespaces import BWRAP_VAR, MODE_VAR, REQUIRE_VAR
+from evaluator.harness.sandbox.privileges import ENV_VAR as SANDBOX_USER_VAR
 from evaluator.orphans import (  # noqa: F401  (orphans_remove: also runner.orphans_remove for the worker at start)
     die_with_parent,
     kill_group,

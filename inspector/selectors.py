@@ -15,8 +15,8 @@ from django.db.models import OuterRef, Subquery
 from django.http import Http404
 
 from catalogue.models import Kernel
+from evaluator.harness.orchestrator.roofline import faster_than_light
 from evaluator.harness.record import Check, Distribution, Record
-from evaluator.harness.roofline import faster_than_light
 from evaluator.models import AuditFlag, DistributionResult, Evaluation, ProfileRequest
 from evaluator.selectors.compile_baseline import stored_compile_baselines
 from evaluator.services.profiles import profile_tool_unavailable

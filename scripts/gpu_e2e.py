@@ -138,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         dep.manage("shell", "-c", SETUP_USER.format(user=user, password=secrets.token_urlsafe(16)))
         token = dep.manage("create_api_token", user).strip().rsplit(" ", 1)[-1]
         if args.device == "cuda":  # kernels run as a leased unprivileged uid: it must reach python and the repo
-            subprocess.run([host, "-m", "evaluator.harness.privileges", "--open"], cwd=REPO, env=env, check=False)
+            subprocess.run(
+                [host, "-m", "evaluator.harness.sandbox.privileges", "--open"], cwd=REPO, env=env, check=False
+            )
         step("user_and_token", t0)
         t0 = time.monotonic()
         dep.start_web()

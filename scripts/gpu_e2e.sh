@@ -18,5 +18,5 @@ fi
 export PYTHONUNBUFFERED=1
 # Each kernel runs as a uid of its own: it must reach the interpreter and evaluator/harness (o+x on the way, as
 # `make install` does; never r or w).
-"${PYTHON:-python3}" -m evaluator.harness.privileges --open || true
+"${PYTHON:-python3}" -m evaluator.harness.sandbox.privileges --open || true
 exec "${PYTHON:-python3}" scripts/gpu_e2e.py "$@"

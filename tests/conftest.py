@@ -23,7 +23,7 @@ if not PROBLEMS_JSONL.exists():
 
 def processes_in(folder: Path) -> list[int]:
     """Processes whose working directory is inside `folder` (an evaluation's harness and its workers), not counting
-    bubblewrap's own processes around the kernel (the sandbox: evaluator/harness/namespaces.py)."""
+    bubblewrap's own processes around the kernel (the sandbox: evaluator/harness/sandbox/namespaces.py)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -70,7 +70,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """As root, the harness runs kernels as an unprivileged user (evaluator/harness/privileges.py) that must reach the
+    """As root, the harness runs kernels as an unprivileged user (harness/sandbox/privileges.py) that must reach the
     tests' temporary dirs. pytest resets /tmp/pytest-of-root to 0700 whenever any session starts, which would cut that
     user off in the middle of a concurrent session's evaluations: a root session gets a base dir of its own."""
     if os.geteuid() == 0 and not config.option.basetemp:

@@ -17,11 +17,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from evaluator.harness import reproduce, seeds
+from evaluator.harness import seeds
 from evaluator.harness.errors import HarnessInfraError
-from evaluator.harness.hardening import make_undumpable
-from evaluator.harness.orchestrator import evaluate
+from evaluator.harness.orchestrator import reproduce
+from evaluator.harness.orchestrator.evaluation import evaluate
 from evaluator.harness.protocol import Spec, result_to_json
+from evaluator.harness.sandbox.hardening import make_undumpable
 
 
 def _summary(record: dict[str, Any]) -> str:

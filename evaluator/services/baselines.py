@@ -1,5 +1,5 @@
 """Writes for stored baselines: the robust aggregate of evaluations' paired measurements, and importing a baseline
-sweep (evaluator.harness.baselines) measured on a GPU machine.
+sweep (evaluator.harness.workers.baselines) measured on a GPU machine.
 
 A Baseline row is the median over samples kept in `stats["samples"]`: one per finished evaluation (its paired
 measurement, keyed by evaluation id) and one for an imported sweep (key "sweep"). One noisy evaluation therefore

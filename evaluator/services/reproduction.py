@@ -13,7 +13,8 @@ from typing import Any
 
 from django.conf import settings
 
-from evaluator.harness import reproduce, seeds
+from evaluator.harness import seeds
+from evaluator.harness.orchestrator import reproduce
 from evaluator.host import with_driver
 from evaluator.models import Evaluation
 from evaluator.selectors.seeds import master_seed

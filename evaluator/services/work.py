@@ -1,6 +1,6 @@
 """The work of a problem (issue 19): FLOPs and bytes of one forward at its benchmark shapes, stored with the problem.
 
-Counted by the harness's meta-device forward (evaluator/harness/flops.py): by `manage.py count_flops` for imported
+Counted by the harness's meta-device forward (harness/workers/flops.py): by `manage.py count_flops` for imported
 problems (the 270 KernelBench problems take minutes on two cores, so not at import), and from the first evaluation's
 record (`speed_of_light`), which the harness fills on every evaluation anyway.
 """
@@ -19,7 +19,7 @@ COUNT_KEYS = ("matrix_flops", "vector_flops", "input_bytes", "output_bytes", "pa
 def problem_count_work(*, problem: Problem, force: bool = False) -> dict[str, Any] | None:
     """Count one problem's work (its source runs on the meta device in this process: problem files are trusted)
     and store it; None when it cannot run there."""
-    from evaluator.harness.flops import count_source  # torch: imported only when counting
+    from evaluator.harness.workers.flops import count_source  # torch: imported only when counting
 
     counts = count_source(problem.source)
     if counts is None:

@@ -124,7 +124,7 @@ def test_reviewed_runtime_flags_survive_a_rerun(staff, django_capture_on_commit_
 
 def test_a_kernel_busy_while_the_baseline_was_timed_is_flagged_as_slowing_it() -> None:
     """The harness's own finding text (candidate_cpu.busy_finding) reaches the audit as A11, not as timer patching."""
-    from evaluator.harness.candidate_cpu import busy_finding
+    from evaluator.harness.sandbox.candidate_cpu import busy_finding
 
     detail = busy_finding(400.0, 416.5)
     assert detail  # over the limit

@@ -37,8 +37,23 @@ def demo_jsonl(path: Path) -> Path:
 
 def run_sweep(tmp_path: Path) -> Path:
     out = tmp_path / "sweep.jsonl"
-    cmd = [sys.executable, "-m", "evaluator.harness.baselines", str(demo_jsonl(tmp_path / "p.jsonl")), "--device",
-           "cpu", "--out", str(out), "--levels", "1", "2", "--min-calls", "20", "--budget", "0.2"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "evaluator.harness.workers.baselines",
+        str(demo_jsonl(tmp_path / "p.jsonl")),
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        "--levels",
+        "1",
+        "2",
+        "--min-calls",
+        "20",
+        "--budget",
+        "0.2",
+    ]
     subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=True, timeout=300)
     return out
 
@@ -109,8 +124,23 @@ def test_committed_h200_sweeps_cover_all_250_problems_and_torch_compile_on_248(p
 def test_sharded_sweep_merges_every_problem_once_with_one_summary(tmp_path):
     """`--shards 2`: two sweep processes share the device (timing through the GPU lock); one sorted file comes out."""
     out = tmp_path / "sharded.jsonl"
-    cmd = [sys.executable, "-m", "evaluator.harness.baselines", str(demo_jsonl(tmp_path / "p.jsonl")), "--device",
-           "cpu", "--out", str(out), "--levels", "1", "2", "--min-calls", "20", "--budget", "0.2"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "evaluator.harness.workers.baselines",
+        str(demo_jsonl(tmp_path / "p.jsonl")),
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        "--levels",
+        "1",
+        "2",
+        "--min-calls",
+        "20",
+        "--budget",
+        "0.2",
+    ]
     cmd += ["--shards", "2"]
     subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=True, timeout=300)
     rows = [json.loads(line) for line in out.read_text().splitlines()]

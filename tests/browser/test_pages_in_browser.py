@@ -7,7 +7,7 @@ import re
 import pytest
 from django.core.management import call_command
 
-from evaluator.harness.roofline import speed_of_light
+from evaluator.harness.orchestrator.roofline import speed_of_light
 from evaluator.models import AuditFlag, Baseline
 from tests.factories import (
     AuditFlagFactory,

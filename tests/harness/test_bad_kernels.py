@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness.namespaces import BUILD_DIR
-from evaluator.harness.privileges import candidate_identity
+from evaluator.harness.sandbox.namespaces import BUILD_DIR
+from evaluator.harness.sandbox.privileges import candidate_identity
 from tests.conftest import processes_with
 
 from .conftest import KERNELS, PROBLEMS, check, dist

@@ -1,4 +1,4 @@
-"""The kernel's CPU time while the baseline is timed (evaluator/harness/candidate_cpu.py), read from /proc for real
+"""The kernel's CPU time while the baseline is timed (harness/sandbox/candidate_cpu.py), read from /proc for real
 processes: an idle one, a spinning one, a spinning child that left its session with setsid, and one orphaned to a
 subreaper."""
 
@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from evaluator.harness.candidate_cpu import BUSY_LIMIT, CandidateCpu, busy_finding, used_between
+from evaluator.harness.sandbox.candidate_cpu import BUSY_LIMIT, CandidateCpu, busy_finding, used_between
 
 IDLE = "import time; print('ready', flush=True); time.sleep(30)"
 SPIN = "import time; print('ready', flush=True)\nwhile True: pass"
@@ -26,8 +26,8 @@ time.sleep(30)
 # an orchestrator in miniature: a subreaper whose worker double-forks a spinner and exits, orphaning it
 ORPHAN = """
 import ctypes, os, sys, time
-from evaluator.harness.candidate_cpu import CandidateCpu, used_between
-from evaluator.harness.hardening import become_subreaper
+from evaluator.harness.sandbox.candidate_cpu import CandidateCpu, used_between
+from evaluator.harness.sandbox.hardening import become_subreaper
 become_subreaper()
 worker = os.fork()
 if worker == 0:

@@ -8,8 +8,9 @@ import inspect
 
 import pytest
 
-from evaluator.harness import candidate_worker, clients, reference_worker
 from evaluator.harness.commands import CANDIDATE_COMMANDS, REFERENCE_COMMANDS, Command
+from evaluator.harness.orchestrator import clients
+from evaluator.harness.workers import candidate_worker, reference_worker
 
 
 def _handler_table(module, monkeypatch) -> dict:

@@ -8,8 +8,8 @@ import os
 import time
 from pathlib import Path
 
-from evaluator.harness.beneath import open_trusted_dir
-from evaluator.harness.compile_cache import CacheEntry, cache_key, evict
+from evaluator.harness.orchestrator.compile_cache import CacheEntry, cache_key, evict
+from evaluator.harness.sandbox.beneath import open_trusted_dir
 
 
 def _store(root: Path, key: str, build: Path, max_bytes: int = 1 << 30) -> tuple[CacheEntry, str]:

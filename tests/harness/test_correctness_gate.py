@@ -100,7 +100,7 @@ def test_a_missing_parameter_is_randomised_in_the_reference_anyway(evaluate):
 
 
 def test_entry_matching_by_name_then_creation_order():
-    from evaluator.harness.reference_worker import match_entries
+    from evaluator.harness.workers.reference_worker import match_entries
 
     ref = {"a.w": ((4, 2), "f"), "a.b": ((4,), "f"), "n.w": ((4,), "f"), "n.b": ((4,), "f")}
     cand = {"extra": ((3,), "f"), "x.w": ((4, 2), "f"), "x.b": ((4,), "f"), "n.w": ((4,), "f"), "y": ((4,), "f")}

@@ -1,4 +1,4 @@
-"""Both workers on one leased CPU for timing (evaluator/harness/cpu_pin.py): the lease and the pinning, on real
+"""Both workers on one leased CPU for timing (evaluator/harness/sandbox/cpu_pin.py): the lease and the pinning, on real
 processes and their threads."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness.cpu_pin import CpuLease, pin_group
+from evaluator.harness.sandbox.cpu_pin import CpuLease, pin_group
 
 THREADED_CHILD = """
 import threading, time

@@ -98,9 +98,9 @@ def test_load_inline_cuda_kernel_and_compile_cache(tmp_path):
 def test_host_time_tells_a_launch_bound_call_from_a_gpu_bound_one():
     """Issue 17: launch-bound calls get process pairs (timing_phase.pairs_wanted). On the GPU, a call of 300 tiny
     kernels returns when its last launch is issued, about when the GPU finishes; one large matmul returns at once."""
-    from evaluator.harness.l2 import L2Flusher
-    from evaluator.harness.lead import LaunchLead
     from evaluator.harness.timing import time_calls
+    from evaluator.harness.workers.l2 import L2Flusher
+    from evaluator.harness.workers.lead import LaunchLead
 
     small, big = torch.rand(64, device="cuda"), torch.rand(8192, 8192, device="cuda")
 

@@ -1,4 +1,4 @@
-"""The launch lead (evaluator/harness/lead.py): the host's latency to a call's first kernel is not timed, and work a
+"""The launch lead (harness/workers/lead.py): the host's latency to a call's first kernel is not timed, and work a
 call puts on a side stream cannot run, untimed, behind the lead. Skipped without CUDA; runs on the GPU machine with
 `python3 -m pytest tests/harness/test_gpu_lead.py`."""
 
@@ -11,9 +11,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from evaluator.harness.l2 import L2Flusher  # noqa: E402
-from evaluator.harness.lead import LaunchLead  # noqa: E402
 from evaluator.harness.timing import time_calls  # noqa: E402
+from evaluator.harness.workers.l2 import L2Flusher  # noqa: E402
+from evaluator.harness.workers.lead import LaunchLead  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 

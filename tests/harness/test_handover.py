@@ -12,8 +12,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from evaluator.harness.handover import open_cuda, validate  # noqa: E402
-from evaluator.harness.inputs import load_problem, make_inputs  # noqa: E402
+from evaluator.harness.workers.handover import open_cuda, validate  # noqa: E402
+from evaluator.harness.workers.inputs import load_problem, make_inputs  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -34,7 +34,7 @@ def test_same_seed_same_inputs_in_another_process():
     ns = load_problem(PROBLEM)
     here = make_inputs(ns, 1234, -1.0, "cpu")
     script = (
-        "import sys, torch; from evaluator.harness.inputs import load_problem, make_inputs;"
+        "import sys, torch; from evaluator.harness.workers.inputs import load_problem, make_inputs;"
         "ns = load_problem(sys.stdin.read()); xs = make_inputs(ns, 1234, -1.0, 'cpu');"
         "torch.save(xs, sys.argv[1])"
     )
@@ -100,7 +100,7 @@ def test_malformed_descriptors_are_refused_before_touching_the_device(change):
 def test_cuda_ipc_round_trip_between_processes():
     """A child exports a CUDA tensor; this process opens, clones and checks it (what the reference worker does)."""
     script = (
-        "import json, sys, torch; from evaluator.harness.handover import export_cuda;"
+        "import json, sys, torch; from evaluator.harness.workers.handover import export_cuda;"
         "t = torch.arange(3 * 1000, dtype=torch.float32, device='cuda').view(3, 1000)[:, 10:20];"
         "print(json.dumps(export_cuda(t)), flush=True); sys.stdin.readline()"
     )
@@ -130,7 +130,7 @@ def test_mixed_sign_inputs_are_positive_but_for_a_few_elements_and_reproducible(
 
 def test_output_files_are_read_without_following_links(tmp_path):
     """The kernel owns its io folder: a planted symlink (file or folder) or a FIFO must not redirect the reader."""
-    from evaluator.harness.handover import load_untrusted_file
+    from evaluator.harness.workers.handover import load_untrusted_file
 
     io = tmp_path / "cand" / "io"
     io.mkdir(parents=True)

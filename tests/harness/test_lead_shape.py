@@ -1,11 +1,11 @@
-"""The launch lead's grid (evaluator/harness/lead.py) fills every thread slot of every SM, whatever the GPU: a slot
+"""The launch lead's grid (harness/workers/lead.py) fills every thread slot of every SM, whatever the GPU: a slot
 left free would let another kernel's block run behind the lead, untimed. Pure arithmetic: runs on the CPU."""
 
 from __future__ import annotations
 
 import pytest
 
-from evaluator.harness.lead import LaunchLead, lead_shape
+from evaluator.harness.workers.lead import LaunchLead, lead_shape
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
-from evaluator.harness.orchestrator import Evaluation
+from evaluator.harness.orchestrator.evaluation import EvaluationRun
 from evaluator.harness.protocol import Spec
 
 
@@ -40,12 +40,12 @@ def test_released_gives_the_exclusive_lock_back_and_takes_it_again(tmp_path):
             pass
 
 
-def _evaluation(tmp_path: Path) -> Evaluation:
+def _evaluation(tmp_path: Path) -> EvaluationRun:
     spec = Spec(
         problem_path="", kernel_path="", device="cpu", work_dir=str(tmp_path / "work"),
         options={"gpu_lock_dir": str(tmp_path / "locks")},
     )  # fmt: skip
-    evaluation = Evaluation(spec, lambda event: None)
+    evaluation = EvaluationRun(spec, lambda event: None)
     evaluation.ctx.footprint = 1  # a small evaluation: shares the GPU for correctness
     return evaluation
 

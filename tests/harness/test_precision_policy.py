@@ -70,7 +70,7 @@ def test_a_failing_distribution_says_how_far_it_was_from_passing(evaluate):
 
 def test_compare_reports_ratio_and_count():
     torch = __import__("torch")
-    from evaluator.harness.compare import compare_outputs
+    from evaluator.harness.workers.compare import compare_outputs
 
     ref = torch.ones(1000)
     out = ref.clone()
@@ -83,8 +83,8 @@ def test_compare_reports_ratio_and_count():
 
 def test_half_precision_tolerance_policy():
     torch = __import__("torch")
-    from evaluator.harness.compare import compare_outputs
     from evaluator.harness.protocol import tolerance_for
+    from evaluator.harness.workers.compare import compare_outputs
 
     assert tolerance_for("torch.float32", 1e-3) == 1e-3  # the paper's gate stays for fp32
     assert tolerance_for("torch.float64", 1e-3) == 1e-3

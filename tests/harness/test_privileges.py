@@ -1,4 +1,4 @@
-"""The candidate worker's Unix user (evaluator/harness/privileges.py): choosing it, handing files over and back, and,
+"""The candidate worker's Unix user (harness/sandbox/privileges.py): choosing it, handing files over and back, and,
 when the tests run as root (CI), what a kernel running as that user can no longer write."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness import privileges
-from evaluator.harness.privileges import (
+from evaluator.harness.sandbox import privileges
+from evaluator.harness.sandbox.privileges import (
     FALLBACK_IDENTITY,
     UID_BASE,
     UID_SLOTS,
@@ -25,7 +25,7 @@ from evaluator.harness.privileges import (
     parse_identity,
     take_back,
 )
-from evaluator.harness.sandbox import build_env
+from evaluator.harness.sandbox.spawn import build_env
 from evaluator.runner import run_evaluation
 
 from .conftest import source

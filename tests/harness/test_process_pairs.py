@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.harness.orchestrator.timing_record import wallclock_crosscheck
 from evaluator.harness.protocol import Options, validate_result
 from evaluator.harness.timing import bootstrap_ratio_ci, calls_per_block, hierarchical_ratio_ci, pooled_ratio
-from evaluator.harness.timing_record import wallclock_crosscheck
 from evaluator.runner import run_evaluation
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness.flops import SOFTMAX_FLOPS_PER_ELEMENT, count_source
-from evaluator.harness.launched import custom_launched, defined_kernels, report, summarise
-from evaluator.harness.roofline import faster_than_light, peaks_for, speed_of_light
+from evaluator.harness.orchestrator.launched import custom_launched, defined_kernels, report, summarise
+from evaluator.harness.orchestrator.roofline import faster_than_light, peaks_for, speed_of_light
+from evaluator.harness.workers.flops import SOFTMAX_FLOPS_PER_ELEMENT, count_source
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "leaderboard" / "demo" / "problems"

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 PRELUDE = """
 import torch
-from evaluator.harness import tamper_watch
+from evaluator.harness.workers import tamper_watch
 original = torch.manual_seed
 """
 
@@ -82,7 +82,7 @@ def test_other_watched_functions(target):
 def test_replacing_the_launch_lead_or_the_flush_is_tampering():
     """A kernel that turns the lead into a partial one (leaving SMs free for untimed side-stream work behind it) or
     skips the flush, by patching the class in its own process."""
-    body = "from evaluator.harness import lead, l2\nlead.LaunchLead._launch = lambda self: None\n"
-    assert "evaluator.harness.lead.LaunchLead._launch" in _replaced(body).split(",")
-    body = "from evaluator.harness import l2\nl2.L2Flusher.__call__ = lambda self: None\n"
-    assert "evaluator.harness.l2.L2Flusher.__call__" in _replaced(body).split(",")
+    body = "from evaluator.harness.workers import lead, l2\nlead.LaunchLead._launch = lambda self: None\n"
+    assert "evaluator.harness.workers.lead.LaunchLead._launch" in _replaced(body).split(",")
+    body = "from evaluator.harness.workers import l2\nl2.L2Flusher.__call__ = lambda self: None\n"
+    assert "evaluator.harness.workers.l2.L2Flusher.__call__" in _replaced(body).split(",")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
+from evaluator.harness.orchestrator.timing_record import stability_check
 from evaluator.harness.protocol import Options, empty_result, get_check, validate_result
 from evaluator.harness.timing import pairs_unstable
-from evaluator.harness.timing_record import stability_check
 
 
 def _pair(ratio: float) -> tuple[list[float], list[float]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from evaluator.harness.roofline import speed_of_light
+from evaluator.harness.orchestrator.roofline import speed_of_light
 from leaderboard import charts
 from leaderboard.selectors.ranking import Cell
 from tests.factories import ProblemFactory

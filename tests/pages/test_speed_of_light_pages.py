@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from evaluator.harness.launched import report
-from evaluator.harness.roofline import speed_of_light
+from evaluator.harness.orchestrator.launched import report
+from evaluator.harness.orchestrator.roofline import speed_of_light
 from evaluator.models import Baseline
 from tests.factories import BaselineFactory, ProblemFactory
 

@@ -196,7 +196,7 @@ def _abuse_run(case: Case, work_root: Path, options: dict[str, Any] | None) -> d
     (live processes, files left in the work root, writes outside it) are listed under `_redteam_side_effects`."""
     scratch = Path(tempfile.mkdtemp(prefix=f"redteam-{case.path.stem}-"))
     pidfile, canary = scratch / "pids.txt", scratch / "canary.txt"
-    # The kernel may run as an unprivileged user (evaluator/harness/privileges.py): it can reach the scratch dir and
+    # The kernel may run as an unprivileged user (harness/sandbox/privileges.py): it can reach the scratch dir and
     # append to the pid file, but creating the canary there takes the evaluator's own user.
     os.chmod(scratch, 0o711)
     pidfile.touch()

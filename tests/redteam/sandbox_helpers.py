@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness.namespaces import choose_mode
+from evaluator.harness.sandbox.namespaces import choose_mode
 
 HERE = Path(__file__).resolve().parent
 RELU = (HERE / "problems" / "relu.py").read_text()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness.compile_cache import keep_in_cache
+from evaluator.harness.orchestrator.compile_cache import keep_in_cache
 from evaluator.runner import run_evaluation
 from tests.redteam.sandbox_helpers import RELU, needs_namespaces
 
@@ -298,7 +298,7 @@ def test_the_install_probe_starts_the_real_interpreter_through_the_sandbox(tmp_c
     base, python = tmp_checkout
     env = {**os.environ, "EVALUATOR_PYTHON": python, "EVALUATOR_WORK_DIR": str(base / "var" / "work")}
     done = subprocess.run(
-        [sys.executable, "-m", "evaluator.harness.namespaces"],
+        [sys.executable, "-m", "evaluator.harness.sandbox.namespaces"],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -308,7 +308,7 @@ def test_the_install_probe_starts_the_real_interpreter_through_the_sandbox(tmp_c
     assert done.returncode == 0 and done.stdout.strip() == "sandbox: namespaces", done.stdout + done.stderr
     broken = {**env, "EVALUATOR_PYTHON": str(base / "missing" / "python")}
     done = subprocess.run(
-        [sys.executable, "-m", "evaluator.harness.namespaces"],
+        [sys.executable, "-m", "evaluator.harness.sandbox.namespaces"],
         cwd=REPO,
         env=broken,
         capture_output=True,
@@ -340,7 +340,7 @@ print(json.dumps(out))
 def test_the_orchestrator_reaches_no_host_service_and_keeps_only_what_it_uses(tmp_path):
     """The harness process as the runner starts it (confine.py, between fork and exec): a listener on the host's
     loopback stands for the database and the broker; capabilities are read back from the kernel's own view."""
-    from evaluator.harness.confine import KEEP, confine
+    from evaluator.harness.sandbox.confine import KEEP, confine
 
     server = __import__("socket").socket()
     server.bind(("127.0.0.1", 0))

@@ -5,7 +5,7 @@ would be in the record for all to read); if the attack fails it computes the rig
 contains is therefore credited, and the test also checks the host for what the kernel tried to leave or reach.
 
 These run the real harness on the CPU in CI (as root there, so each kernel gets its own uid and bubblewrap's
-namespaces: evaluator/harness/namespaces.py). Kernels against each other and the evaluator's processes:
+namespaces: evaluator/harness/sandbox/namespaces.py). Kernels against each other and the evaluator's processes:
 test_sandbox_processes.py; the GPU cases run on the H200: benchmarks/sandbox_gpu.py.
 """
 

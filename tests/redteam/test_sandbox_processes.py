@@ -4,7 +4,7 @@ process of a kernel may outlive its evaluator, even one killed with SIGKILL. A k
 it got; one the sandbox contains computes the right answer.
 
 These run the real harness on the CPU in CI (as root there, so each kernel gets its own uid and bubblewrap's
-namespaces: evaluator/harness/namespaces.py). The host's files and services: test_sandbox_host.py. The GPU cases (the
+namespaces: harness/sandbox/namespaces.py). The host's files and services: test_sandbox_host.py. The GPU cases (the
 zero-copy hand-over through the sandbox, a hang in CUDA timing) run on the H200: benchmarks/sandbox_gpu.py.
 """
 

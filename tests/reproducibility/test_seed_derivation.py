@@ -6,7 +6,8 @@ import hashlib
 
 import pytest
 
-from evaluator.harness import reproduce, seeds
+from evaluator.harness import seeds
+from evaluator.harness.orchestrator import reproduce
 from evaluator.harness.protocol import Options
 
 

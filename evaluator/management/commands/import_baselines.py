@@ -1,6 +1,6 @@
 """python manage.py import_baselines SWEEP.jsonl --hardware h200 [--problem-set LABEL] [--precisions compile]
 
-Stores a baseline sweep written by `python3 -m evaluator.harness.baselines` on a GPU machine.
+Stores a baseline sweep written by `python3 -m evaluator.harness.workers.baselines` on a GPU machine.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 # redteam-expect: rejected
 # redteam-why: writes a file outside its private work directory (CANARY, substituted by the test: a directory of the
 #   evaluator's user) and would then return the right answer. The harness runs the kernel as an unprivileged user
-#   (evaluator/harness/privileges.py, when the evaluator is root), so the write is refused: ModelNew() raises and the
+#   (harness/sandbox/privileges.py, when the evaluator is root), so the write is refused: ModelNew() raises and the
 #   kernel is rejected, and the canary must not exist afterwards. Run as the evaluator's user it would be credited.
 import torch
 import torch.nn as nn

@@ -18,22 +18,12 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluator.harness.candidate_cpu import CandidateCpu, busy_finding, used_between
-from evaluator.harness.clients import CandidateClient, ReferenceClient
-from evaluator.harness.context import Context, output_ref
-from evaluator.harness.correctness_phase import randomise
-from evaluator.harness.cpu_pin import CpuLease, pin_group
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
-from evaluator.harness.protocol import PAPER_LOOP_CALLS, VERIFIED_TOLERANCE, Options, set_check
-from evaluator.harness.setup_phase import handover, recompile
-from evaluator.harness.timing import (
-    analytic_log_half_width,
-    calls_per_block,
-    log_ratio_interval,
-    ratios_disagree,
-    rse_median,
-)
-from evaluator.harness.timing_record import (
+from evaluator.harness.orchestrator.clients import CandidateClient, ReferenceClient
+from evaluator.harness.orchestrator.context import Context, output_ref
+from evaluator.harness.orchestrator.correctness_phase import randomise
+from evaluator.harness.orchestrator.setup_phase import handover, recompile
+from evaluator.harness.orchestrator.timing_record import (
     OuterBlocks,
     Samples,
     describe_pairs,
@@ -42,7 +32,17 @@ from evaluator.harness.timing_record import (
     looks_like_replay,
     stability_check,
 )
-from evaluator.harness.verdict import integrity
+from evaluator.harness.orchestrator.verdict import integrity
+from evaluator.harness.protocol import PAPER_LOOP_CALLS, VERIFIED_TOLERANCE, Options, set_check
+from evaluator.harness.sandbox.candidate_cpu import CandidateCpu, busy_finding, used_between
+from evaluator.harness.sandbox.cpu_pin import CpuLease, pin_group
+from evaluator.harness.timing import (
+    analytic_log_half_width,
+    calls_per_block,
+    log_ratio_interval,
+    ratios_disagree,
+    rse_median,
+)
 
 MIN_ROUNDS = 4  # blocks per side before the loop may stop early (quick mode's 10 calls would be only 2)
 # The interval-width rule adds pairs only below this many: it resolves two pairs' one degree of freedom. Beyond
@@ -61,7 +61,7 @@ def _no_lock() -> Iterator[str]:
 
 def run_timing(ctx: Context, outside_lock: OutsideLock = _no_lock) -> None:
     """Timing, on one leased CPU for both workers when the device is CUDA (cpu_pin.py). `outside_lock`
-    (orchestrator.Evaluation._outside_lock): entered around each later process pair's start, so no process starts
+    (evaluation.EvaluationRun._outside_lock): entered around each later process pair's start, so no process starts
     while the GPU is held exclusively; it yields the hold the start ran under."""
     lease = CpuLease()
     cpu, why = None, "not CUDA" if not ctx.cuda else "pin_timing_cpu off"

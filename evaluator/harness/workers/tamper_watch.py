@@ -18,7 +18,9 @@ from typing import Any
 import torch
 import torch.testing
 
-from evaluator.harness import command_loop, device, inputs, l2, lead, limits, timing
+from evaluator.harness import timing
+from evaluator.harness.sandbox import limits
+from evaluator.harness.workers import command_loop, device, inputs, l2, lead
 
 WATCHED = (
     "time.perf_counter",

@@ -3,7 +3,7 @@ clean side's seeds, publishes outputs (CUDA IPC or a file) for a clean process t
 clocks captured before the kernel was imported. Whatever it reports is evidence; verdicts are made in clean
 processes and by the orchestrator.
 
-Run as `python -m evaluator.harness.candidate_worker CMD_FD REPLY_FD LIMITS_JSON` by the orchestrator only.
+Run as `python -m evaluator.harness.workers.candidate_worker CMD_FD REPLY_FD LIMITS_JSON` by the orchestrator only.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import sys
 
 if __name__ == "__main__":
-    from evaluator.harness.limits import apply_limits
+    from evaluator.harness.sandbox.limits import apply_limits
 
     apply_limits(json.loads(sys.argv[3]), dumpable=True)
 
@@ -27,19 +27,19 @@ from typing import Any
 import torch
 import torch.utils.cpp_extension
 
-from evaluator.harness import command_loop as _loop_module
-from evaluator.harness import inputs as _inputs_module
-from evaluator.harness import tamper_watch
-from evaluator.harness.command_loop import serve
 from evaluator.harness.commands import Command
-from evaluator.harness.cuda_fd import Exporter
-from evaluator.harness.device import poison_allocator, precision_flags, set_precision, warm_up
-from evaluator.harness.handover import export_cuda
-from evaluator.harness.inputs import load_problem, make_inputs
-from evaluator.harness.l2 import L2Flusher, no_flush
-from evaluator.harness.lead import LaunchLead
-from evaluator.harness.profiling import profile_call
 from evaluator.harness.timing import time_calls
+from evaluator.harness.workers import command_loop as _loop_module
+from evaluator.harness.workers import inputs as _inputs_module
+from evaluator.harness.workers import tamper_watch
+from evaluator.harness.workers.command_loop import serve
+from evaluator.harness.workers.cuda_fd import Exporter
+from evaluator.harness.workers.device import poison_allocator, precision_flags, set_precision, warm_up
+from evaluator.harness.workers.handover import export_cuda
+from evaluator.harness.workers.inputs import load_problem, make_inputs
+from evaluator.harness.workers.l2 import L2Flusher, no_flush
+from evaluator.harness.workers.lead import LaunchLead
+from evaluator.harness.workers.profiling import profile_call
 
 # --- references captured before any candidate code exists: the kernel may replace the originals (A4, C1) --------
 _replaced_functions = tamper_watch.replaced_functions

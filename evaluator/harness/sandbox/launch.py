@@ -18,11 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.harness.errors import HarnessInfraError
-from evaluator.harness.hardening import become_subreaper, kill_adopted_children
-from evaluator.harness.namespaces import Plan, SandboxUnavailable, bwrap_path, choose_mode
-from evaluator.harness.privileges import Identity, UidLease, candidate_identity, check_runtime, give_to, open_path
 from evaluator.harness.protocol import Options, Spec
-from evaluator.harness.sandbox import Worker, build_env
+from evaluator.harness.sandbox.hardening import become_subreaper, kill_adopted_children
+from evaluator.harness.sandbox.namespaces import Plan, SandboxUnavailable, bwrap_path, choose_mode
+from evaluator.harness.sandbox.privileges import (
+    Identity,
+    UidLease,
+    candidate_identity,
+    check_runtime,
+    give_to,
+    open_path,
+)
+from evaluator.harness.sandbox.spawn import Worker, build_env
 
 
 @dataclass(frozen=True)

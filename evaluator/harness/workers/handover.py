@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from evaluator.harness.inputs import to_device
+from evaluator.harness.workers.inputs import to_device
 
 try:  # outputs may cross processes as files: skip the zip CRC32, which halves save and load throughput
     from torch.utils.serialization import config as _serialization_config

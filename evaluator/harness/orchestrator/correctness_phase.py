@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from evaluator.harness.context import Context, output_ref
 from evaluator.harness.errors import HarnessInfraError
+from evaluator.harness.orchestrator.context import Context, output_ref
+from evaluator.harness.orchestrator.verdict import integrity
 from evaluator.harness.protocol import DISTRIBUTIONS, MIXED_SIGNS, STANDARD_TOLERANCE, VERIFIED_TOLERANCE, set_check
-from evaluator.harness.verdict import integrity
 
 
 def check_correctness(ctx: Context) -> None:

@@ -23,13 +23,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evaluator.harness.candidate_cpu import descendants
-from evaluator.harness.cgroup import Cgroup
 from evaluator.harness.commands import Command
-from evaluator.harness.privileges import UID_BASE, UID_SLOTS, Identity, give_to
 from evaluator.harness.protocol import ENV_PASSTHROUGH
+from evaluator.harness.sandbox.candidate_cpu import descendants
+from evaluator.harness.sandbox.cgroup import Cgroup
+from evaluator.harness.sandbox.privileges import UID_BASE, UID_SLOTS, Identity, give_to
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 LOG_KEEP_BYTES = 32 * 1024  # of a worker's output: this much of its head and of its tail
 CGROUP_PIDS = 8192  # tasks (threads count) in one worker's cgroup: torch starts a few dozen per process
@@ -197,7 +197,7 @@ class Worker:
         args = [
             self.python,
             "-m",
-            f"evaluator.harness.{self.role}_worker",
+            f"evaluator.harness.workers.{self.role}_worker",
             str(cmd_r),
             str(rep_w),
             json.dumps(self.limits),

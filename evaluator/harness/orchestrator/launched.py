@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from evaluator.harness.beneath import read_path
+from evaluator.harness.sandbox.beneath import read_path
 
 TOP = 25  # kernels listed per side (the rest are summed into "other")
 

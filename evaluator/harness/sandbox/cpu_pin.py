@@ -21,8 +21,8 @@ import os
 from pathlib import Path
 from typing import IO
 
-from evaluator.harness.privileges import lease_first_free, uid_slots_dir
-from evaluator.harness.sandbox import group_pids
+from evaluator.harness.sandbox.privileges import lease_first_free, uid_slots_dir
+from evaluator.harness.sandbox.spawn import group_pids
 
 
 class CpuLease:

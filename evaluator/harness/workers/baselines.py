@@ -1,7 +1,7 @@
 """Baseline sweep: time the reference Model of many problems under TF32 and FP32 (and optionally torch.compile),
 with peak memory, in one clean process that never imports candidate code.
 
-    python3 -m evaluator.harness.baselines PROBLEMS.jsonl --device cuda --out baselines.jsonl [--levels 1 2 3]
+    python3 -m evaluator.harness.workers.baselines PROBLEMS.jsonl --device cuda --out baselines.jsonl [--levels 1 2 3]
 
 Writes one JSON line per problem as soon as it is measured (a crash or a time limit loses nothing already written)
 and a final summary line. `--shards N` runs N sweep processes on the one GPU: warm-up calls (torch.compile's
@@ -27,13 +27,13 @@ from typing import Any
 
 import torch
 
-from evaluator.harness.command_loop import short_exception
-from evaluator.harness.device import device_info, now_ns, set_precision, sync
 from evaluator.harness.gpu_lock import DeviceLock
-from evaluator.harness.l2 import L2Flusher, no_flush
-from evaluator.harness.lead import LaunchLead
 from evaluator.harness.protocol import HARNESS_VERSION, Options
 from evaluator.harness.timing import rse_median, summarise, time_calls
+from evaluator.harness.workers.command_loop import short_exception
+from evaluator.harness.workers.device import device_info, now_ns, set_precision, sync
+from evaluator.harness.workers.l2 import L2Flusher, no_flush
+from evaluator.harness.workers.lead import LaunchLead
 
 
 def _inputs(ns: dict[str, Any], device: str, seed: int) -> list[Any]:
@@ -217,7 +217,7 @@ def _run_shards(args: argparse.Namespace, argv: list[str]) -> int:
         parts = [Path(tmp) / f"part{i}.jsonl" for i in range(args.shards)]
         children = [
             subprocess.Popen(  # noqa: S603 - this module, with the caller's own arguments
-                [sys.executable, "-m", "evaluator.harness.baselines", *argv]
+                [sys.executable, "-m", "evaluator.harness.workers.baselines", *argv]
                 + ["--shard", str(i), "--out", str(part), "--lock-dir", str(Path(tmp) / "locks")]
             )
             for i, part in enumerate(parts)

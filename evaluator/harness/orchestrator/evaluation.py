@@ -15,23 +15,23 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from evaluator.harness.clients import CandidateClient, Deadline, ReferenceClient
-from evaluator.harness.confine import report as confinement
-from evaluator.harness.context import Context, Emit
-from evaluator.harness.correctness_phase import check_correctness
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
-from evaluator.harness.launch import Folders, Workers
-from evaluator.harness.launched import copy_trace
-from evaluator.harness.launched import report as launched_report
+from evaluator.harness.orchestrator.clients import CandidateClient, Deadline, ReferenceClient
+from evaluator.harness.orchestrator.context import Context, Emit
+from evaluator.harness.orchestrator.correctness_phase import check_correctness
+from evaluator.harness.orchestrator.launched import copy_trace
+from evaluator.harness.orchestrator.launched import report as launched_report
+from evaluator.harness.orchestrator.roofline import speed_of_light
+from evaluator.harness.orchestrator.setup_phase import handover, prepare
+from evaluator.harness.orchestrator.timing_phase import run_timing
+from evaluator.harness.orchestrator.verdict import environment, integrity, record_failure, should_time, verdict
 from evaluator.harness.protocol import Options, Spec, empty_result, set_check
-from evaluator.harness.roofline import speed_of_light
-from evaluator.harness.setup_phase import handover, prepare
-from evaluator.harness.timing_phase import run_timing
-from evaluator.harness.verdict import environment, integrity, record_failure, should_time, verdict
+from evaluator.harness.sandbox.confine import report as confinement
+from evaluator.harness.sandbox.launch import Folders, Workers
 
 
-class Evaluation:
+class EvaluationRun:
     """One evaluation of one kernel against one problem."""
 
     def __init__(self, spec: Spec, emit: Emit) -> None:
@@ -270,6 +270,6 @@ class Evaluation:
 
 
 def evaluate(spec: Spec, emit: Emit | None = None, ready: Callable[[], bool] | None = None) -> dict[str, Any] | None:
-    """Run one evaluation and return its record (None: a standby that was not needed, see Evaluation.run).
+    """Run one evaluation and return its record (None: a standby that was not needed, see EvaluationRun.run).
     Raises HarnessInfraError only for faults that are not the kernel's."""
-    return Evaluation(spec, emit or (lambda event: None)).run(ready)
+    return EvaluationRun(spec, emit or (lambda event: None)).run(ready)

@@ -16,7 +16,7 @@ from typing import Any
 
 from evaluator.harness.commands import Command
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
-from evaluator.harness.sandbox import Worker, WorkerError
+from evaluator.harness.sandbox.spawn import Worker, WorkerError
 
 Reply = dict[str, Any]
 

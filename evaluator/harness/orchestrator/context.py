@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluator.harness import seeds as seeds_mod
-from evaluator.harness.clients import CandidateClient, Deadline, ReferenceClient
-from evaluator.harness.compile_cache import CacheEntry
-from evaluator.harness.launch import Folders, Workers
+from evaluator.harness.orchestrator.clients import CandidateClient, Deadline, ReferenceClient
+from evaluator.harness.orchestrator.compile_cache import CacheEntry
 from evaluator.harness.protocol import Options, Spec
+from evaluator.harness.sandbox.launch import Folders, Workers
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -30,7 +30,7 @@ class Context:
     deadline: Deadline
     folders: Folders
     workers: Workers
-    # set once the workers run (orchestrator.Evaluation.connect); no phase runs before
+    # set once the workers run (evaluation.EvaluationRun.connect); no phase runs before
     ref: ReferenceClient = field(init=False)
     cand: CandidateClient = field(init=False)
     seeds: list[int] = field(default_factory=list)  # every seed drawn

@@ -1,7 +1,7 @@
 """The clean worker: builds the reference Model, generates inputs from secret seeds, computes reference outputs in
 full fp32, compares candidate outputs, and times the baselines. It never imports candidate code.
 
-Run as `python -m evaluator.harness.reference_worker CMD_FD REPLY_FD LIMITS_JSON` by the orchestrator only.
+Run as `python -m evaluator.harness.workers.reference_worker CMD_FD REPLY_FD LIMITS_JSON` by the orchestrator only.
 """
 
 from __future__ import annotations
@@ -13,25 +13,25 @@ from pathlib import Path
 from typing import Any
 
 if __name__ == "__main__":
-    from evaluator.harness.limits import apply_limits
+    from evaluator.harness.sandbox.limits import apply_limits
 
     apply_limits(json.loads(sys.argv[3]), dumpable=False)
 
 import torch
 
-from evaluator.harness.command_loop import serve, short_exception
 from evaluator.harness.commands import Command
-from evaluator.harness.compare import compare_outputs, nonfinite
-from evaluator.harness.cuda_fd import Importer
-from evaluator.harness.device import device_info, precision_flags, set_precision, sync, warm_up
-from evaluator.harness.flops import count_namespace
-from evaluator.harness.handover import DTYPES, load_untrusted_file, open_cuda
-from evaluator.harness.inputs import clone_all, load_problem, make_inputs, tensor_bytes
-from evaluator.harness.l2 import L2Flusher, no_flush
-from evaluator.harness.lead import LaunchLead
-from evaluator.harness.profiling import profile_call
 from evaluator.harness.protocol import VERIFIED_TOLERANCE
 from evaluator.harness.timing import time_calls
+from evaluator.harness.workers.command_loop import serve, short_exception
+from evaluator.harness.workers.compare import compare_outputs, nonfinite
+from evaluator.harness.workers.cuda_fd import Importer
+from evaluator.harness.workers.device import device_info, precision_flags, set_precision, sync, warm_up
+from evaluator.harness.workers.flops import count_namespace
+from evaluator.harness.workers.handover import DTYPES, load_untrusted_file, open_cuda
+from evaluator.harness.workers.inputs import clone_all, load_problem, make_inputs, tensor_bytes
+from evaluator.harness.workers.l2 import L2Flusher, no_flush
+from evaluator.harness.workers.lead import LaunchLead
+from evaluator.harness.workers.profiling import profile_call
 
 
 class Reference:

@@ -13,12 +13,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from evaluator.harness.beneath import copy_in, empty_dir, open_dir, open_trusted_dir
-from evaluator.harness.compile_cache import CacheEntry, cache_key, evict
-from evaluator.harness.context import Context
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
-from evaluator.harness.namespaces import BUILD_DIR
-from evaluator.harness.verdict import integrity
+from evaluator.harness.orchestrator.compile_cache import CacheEntry, cache_key, evict
+from evaluator.harness.orchestrator.context import Context
+from evaluator.harness.orchestrator.verdict import integrity
+from evaluator.harness.sandbox.beneath import copy_in, empty_dir, open_dir, open_trusted_dir
+from evaluator.harness.sandbox.namespaces import BUILD_DIR
 
 
 def prepare(ctx: Context) -> None:

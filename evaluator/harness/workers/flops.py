@@ -107,7 +107,7 @@ def count_namespace(ns: dict[str, Any], init: list[Any] | None = None) -> dict[s
 
 def count_source(source: str) -> dict[str, Any] | None:
     """Count a problem file's text (trusted: problem files are public and imported by staff)."""
-    from evaluator.harness.inputs import load_problem
+    from evaluator.harness.workers.inputs import load_problem
 
     try:
         ns = load_problem(source)

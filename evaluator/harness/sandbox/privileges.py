@@ -18,7 +18,7 @@ on the machine (red-team class C2, tests/redteam/abuse/write_outside_workdir.py)
   chose to run (pytest's 0o700 temporary dirs, tempfile.mkdtemp): those lacking it get search permission for others
   (o+x: enter by name, never list, never write). The interpreter, its libraries and this repository are the host's
   installation and are never changed by an evaluation: when the user cannot use them, the evaluation stops with an
-  infrastructure error naming the directory in the way. `python -m evaluator.harness.privileges --open` (run by
+  infrastructure error naming the directory in the way. `python -m evaluator.harness.sandbox.privileges --open` (run by
   `make install`) adds o+x along those paths once, e.g. on /root when Python lives in /root/.pyenv.
 
 The user is one layer; the namespaces sandbox (namespaces.py: no network, a private view of the file system and of
@@ -44,7 +44,7 @@ DEFAULT_USER = "auto"  # one uid per evaluation, leased from a pool (see UidLeas
 FALLBACK_IDENTITY = (65534, 65534)
 UID_BASE = 200000  # per-evaluation uids: UID_BASE + slot; no passwd entry needed (the sandbox brings its own)
 UID_SLOTS = 4096
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 Identity = tuple[int, int]
 
@@ -265,7 +265,7 @@ def take_back(path: Path | str, ident: Identity | None) -> None:
 _PROBE = (  # argv[1]: the worker's own dir, by the absolute path the orchestrator will send it paths under
     "import importlib.util as u, os, sys\n"
     "os.listdir(sys.argv[1])\n"
-    "missing = [m for m in ('torch', 'evaluator.harness.candidate_worker') if u.find_spec(m) is None]\n"
+    "missing = [m for m in ('torch', 'evaluator.harness.workers.candidate_worker') if u.find_spec(m) is None]\n"
     "sys.exit(f'cannot import {missing}' if missing else 0)\n"
 )
 
@@ -310,7 +310,8 @@ def check_runtime(
     where = f"; {blocked} is not searchable by uid {ident[0]}" if blocked else ""
     return (
         f"the sandbox user (uid {ident[0]}, gid {ident[1]}) cannot run the candidate worker with {python}: {why}"
-        f"{where}. Run `{sys.executable} -m evaluator.harness.privileges --open` as root (adds o+x on the way), "
+        f"{where}. Run `{sys.executable} -m evaluator.harness.sandbox.privileges --open` as root "
+        "(adds o+x on the way), "
         f"install Python where that user can read it, or set {ENV_VAR}=off to run kernels as root"
     )
 

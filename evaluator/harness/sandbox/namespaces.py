@@ -43,7 +43,7 @@ MODE_VAR = "KBV_SANDBOX"
 REQUIRE_VAR = "KBV_REQUIRE_SANDBOX"
 BWRAP_VAR = "KBV_BWRAP"
 MODES = ("auto", "namespaces", "uid", "none")
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 BUILD_DIR = "/kbv-build"  # the kernel's extension build folder inside the sandbox: one path for every evaluation,
 # so a build copied from the compile cache is up to date for ninja (its commands name this path)
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -224,8 +224,8 @@ def probe_worker(python: str, work_root: Path) -> str | None:
     layout the sandbox cannot serve fails there, not on the first upload."""
     import tempfile
 
-    from evaluator.harness.privileges import UID_BASE, check_runtime, give_to, open_path
-    from evaluator.harness.sandbox import build_env
+    from evaluator.harness.sandbox.privileges import UID_BASE, check_runtime, give_to, open_path
+    from evaluator.harness.sandbox.spawn import build_env
 
     root = os.geteuid() == 0
     uid, gid = (UID_BASE, UID_BASE) if root else (os.getuid(), os.getgid())
@@ -257,7 +257,7 @@ def probe_worker(python: str, work_root: Path) -> str | None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-if __name__ == "__main__":  # `python -m evaluator.harness.namespaces`: which sandbox this machine gives kernels
+if __name__ == "__main__":  # `python -m evaluator.harness.sandbox.namespaces`: which sandbox this machine gives kernels
     uid = 200000 if os.geteuid() == 0 else os.getuid()
     try:
         chosen, reason = choose_mode(uid=uid, gid=uid if os.geteuid() == 0 else os.getgid())
@@ -270,7 +270,8 @@ if __name__ == "__main__":  # `python -m evaluator.harness.namespaces`: which sa
         if why is not None:
             print(
                 f"sandbox: namespaces cannot start this checkout's worker ({why}). Move the checkout out of a "
-                f"folder the sandbox hides, or run `{sys.executable} -m evaluator.harness.privileges --open` as root"
+                f"folder the sandbox hides, or run "
+                f"`{sys.executable} -m evaluator.harness.sandbox.privileges --open` as root"
             )
             sys.exit(1)
     print(f"sandbox: {chosen}" + (f" ({reason})" if reason else ""))

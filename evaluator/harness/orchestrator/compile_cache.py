@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from evaluator.harness.beneath import copy_out
+from evaluator.harness.sandbox.beneath import copy_out
 
 # What torch.utils.cpp_extension (load_inline, load) leaves in a build folder: sources it wrote, ninja's files,
 # objects, the shared library. Anything else a kernel writes there (data, caches of its own) is not kept.

@@ -11,8 +11,8 @@ import time
 from typing import Any
 
 from evaluator.harness import seeds
-from evaluator.harness.context import Context
 from evaluator.harness.errors import CandidateFailed
+from evaluator.harness.orchestrator.context import Context
 from evaluator.harness.protocol import (
     HALF_PRECISION_TOLERANCE,
     HARD_CHECKS,
