@@ -96,6 +96,7 @@ class Options:
     standard_trials: int = 5
     verified_trials: int = 2
     min_calls: int = 100
+    min_timed_ms: float = 300.0  # ...or this much timed time per side, whichever comes first (timing.enough_calls)
     max_calls: int = 2000
     block_calls: int = 10
     warmup_calls: int = 5

@@ -222,14 +222,28 @@ def _between_pairs_half_width(pairs: Sequence[Pair]) -> float:
     return t * statistics.stdev(ratios) / math.sqrt(len(ratios))
 
 
+# A block of long calls lasts about this many target_ms (at least one call): `block_calls` 40 ms calls would make
+# each of the four minimum blocks per side 400 ms of GPU time that buys no precision the calls do not already have.
+LONG_BLOCK_TARGETS = 5
+
+
 def calls_per_block(block_calls: int, wall_per_call_ms: float | None, target_ms: float, cap: int) -> int:
-    """Calls per timed block: at least `block_calls`, and enough that a block lasts `target_ms` on the
+    """Calls per timed block: `block_calls`, more for short calls so a block lasts `target_ms` on the
     orchestrator's clock (`wall_per_call_ms`: the baseline's per-call wall, flush and sync included), at most
-    `cap`. The wall-clock cross-check allows 2 ms of unexplained time per block, i.e. 2 / calls ms per call:
-    with a block of `target_ms` that is at most 2 / target_ms of a baseline call (10 % at 20 ms)."""
+    `cap`; fewer for long calls, so a block lasts about LONG_BLOCK_TARGETS x `target_ms` (at least one call). The
+    wall-clock cross-check allows 2 ms of unexplained time per block, i.e. 2 / calls ms per call: with a block of
+    at least `target_ms` that is at most 2 / target_ms of a baseline call (10 % at 20 ms)."""
     if not wall_per_call_ms or wall_per_call_ms <= 0 or target_ms <= 0:
         return block_calls
-    return max(block_calls, min(cap, math.ceil(target_ms / wall_per_call_ms)))
+    floor = max(1, min(block_calls, math.ceil(LONG_BLOCK_TARGETS * target_ms / wall_per_call_ms)))
+    return max(floor, min(cap, math.ceil(target_ms / wall_per_call_ms)))
+
+
+def enough_calls(times: Sequence[float], min_calls: int, min_timed_ms: float) -> bool:
+    """May a side's timing stop (precision permitting)? After `min_calls` calls, or once its calls add up to
+    `min_timed_ms` (0: the count alone), whichever comes first: 100 calls of a 40 ms problem are 4 s of GPU time
+    per side, where the median of 25 is already within a fraction of a percent."""
+    return len(times) >= min_calls or (min_timed_ms > 0 and sum(times) >= min_timed_ms)
 
 
 # --- The speedup's interval on the log scale ---------------------------------------------------------------------

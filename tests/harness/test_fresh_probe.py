@@ -1,4 +1,4 @@
-"""The fresh-input probe (timing_phase._fresh_probe): a kernel slow on never-seen inputs is judged by what they cost
+"""The fresh-input probe (timed_outputs.fresh_probe): a kernel slow on never-seen inputs is judged by what they cost
 (a cache keyed on inputs, A6/A9), but one slow moment is not a cache. A round that looks like replay is confirmed
 by a second round on other new sets; the faster round counts. Seen before: an honest kernel's three fresh calls hit
 a busy moment on the 2-core CPU and its speedup was cut from 0.95x to 0.19x."""

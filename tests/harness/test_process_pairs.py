@@ -96,6 +96,9 @@ def test_a_short_problem_is_timed_in_two_process_pairs_on_request(evaluate):
     low, high = record["speedup_ci"]
     assert low <= record["speedup"] <= high or record["timing"]["wallclock"] is None
     assert timing["candidate"]["calls"] == sum(p["calls"] for p in timing["pairs"])  # pooled
+    # the FP32 baseline is timed in the first pair only, and its speedup scales the pooled TF32 one
+    assert 0 < timing["baseline_fp32"]["calls"] <= timing["pairs"][0]["calls"] < timing["candidate"]["calls"]
+    assert record["speedup_fp32"] > 0 and "first process pair" in timing["flags"]["baseline_fp32"]
     assert "pair_2_start" in record["phases"] and "timing_loop_pair_2" in record["phases"]
     assert record["params_randomised"] is True
     for name in ("timed_output_recheck", "timer_integrity", "thread_count"):

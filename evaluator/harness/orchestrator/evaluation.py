@@ -17,7 +17,8 @@ from typing import Any
 
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
-from evaluator.harness.orchestrator.clients import CandidateClient, Deadline, ReferenceClient
+from evaluator.harness.orchestrator.bring_up import connect, report_strays
+from evaluator.harness.orchestrator.clients import Deadline
 from evaluator.harness.orchestrator.context import Context, Emit
 from evaluator.harness.orchestrator.correctness_phase import check_correctness
 from evaluator.harness.orchestrator.launched import copy_trace
@@ -26,7 +27,7 @@ from evaluator.harness.orchestrator.roofline import speed_of_light
 from evaluator.harness.orchestrator.setup_phase import handover, prepare
 from evaluator.harness.orchestrator.timing_phase import run_timing
 from evaluator.harness.orchestrator.verdict import environment, integrity, record_failure, should_time, verdict
-from evaluator.harness.protocol import Options, Spec, empty_result, set_check
+from evaluator.harness.protocol import Options, Spec, empty_result
 from evaluator.harness.sandbox.confine import report as confinement
 from evaluator.harness.sandbox.launch import Folders, Workers
 
@@ -79,8 +80,12 @@ class EvaluationRun:
             if self._shares_gpu():
                 with self._gpu("shared"):
                     check_correctness(ctx)
-                with self._gpu("exclusive" if should_time(ctx) else "none"):
-                    self._time_and_check()
+                if should_time(ctx):
+                    with self._gpu("exclusive"):
+                        run_timing(ctx, outside_lock=self._outside_lock)
+                    with self._gpu("shared"):  # one profiled call per side: the GPU, but not alone
+                        self._launched_kernels()
+                integrity(ctx, "at the end")
             else:  # gigabyte tensors: one exclusive stretch, so no other evaluation's memory sits on the device
                 with self._gpu("exclusive"):
                     check_correctness(ctx)
@@ -105,19 +110,7 @@ class EvaluationRun:
             sandbox_reason=self.workers.sandbox_reason,
             orchestrator=confinement(),  # what this process runs with: capabilities, network (confine.py)
         )
-        ctx.ref = ReferenceClient(self.workers.ref, ctx.deadline)
-        ctx.cand = CandidateClient(
-            self.workers.cand,
-            ctx.deadline,
-            ctx.ref,
-            hang_factor=ctx.opts.hang_factor,
-            hang_grace_s=ctx.opts.hang_grace_s,
-        )
-        ctx.ref.warm_up(ctx.device)
-        try:
-            ctx.cand.warm_up(ctx.device)
-        except CandidateFailed as exc:  # no kernel code has run yet: not the kernel's failure
-            raise HarnessInfraError(f"candidate worker failed before the kernel was loaded: {exc}") from exc
+        connect(ctx)
         ctx.record["environment"]["limits"] = {"host_memory_bytes": self.workers.memory, **self.workers.limits}
         ctx.phase("workers", ctx.deadline.start)  # part of "start": spawned, torch imported, CUDA context made
 
@@ -256,14 +249,7 @@ class EvaluationRun:
             return
         self.closed = True
         started = time.monotonic()
-        stray = self.workers.stop()
-        if stray:
-            set_check(
-                self.ctx.record,
-                "process_containment",
-                False,
-                f"{stray} processes started by the kernel outlived its worker and were killed",
-            )
+        report_strays(self.ctx, self.workers.stop())
         if self.ctx.cache is not None:
             self.ctx.cache.release()
         self.ctx.phase("shutdown", started)

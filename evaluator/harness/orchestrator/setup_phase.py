@@ -11,7 +11,9 @@ import hashlib
 import shutil
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.orchestrator.compile_cache import CacheEntry, cache_key, evict
@@ -31,17 +33,20 @@ def prepare(ctx: Context) -> None:
     shutil.copyfile(ctx.spec.kernel_path, f.kernel_file)
     ctx.kernel_source = f.kernel_file.read_text(errors="replace")
     ctx.kernel_sha = hashlib.sha256(ctx.kernel_source.encode()).hexdigest()
-    setup = ctx.ref.setup(
-        problem_path=str(problem),
-        device=ctx.device,
-        init_path=str(f.init_file),
-        gpu_memory_fraction=ctx.opts.gpu_memory_fraction,
-    )
+    setup = build_reference(ctx)
     ctx.info = setup["info"]
     ctx.footprint = setup.get("footprint_bytes")
     ctx.counts = setup.get("counts")
     ctx.phase("start", ctx.deadline.start)  # workers spawned, torch imported, the reference built on the device
-    _compile(ctx)
+    started = time.monotonic()
+    try:
+        build = _compile(ctx)
+    finally:
+        ctx.phase("compile", started)
+    ctx.record["environment"].update(compile_cache=build.cache_state, load_limit_s=build.load_limit_s)
+    if build.stored is not None:
+        ctx.record["environment"]["compile_cache_store"] = build.stored
+    ctx.record["phases"]["compile_import"] = round(build.compile_s, 3)
     integrity(ctx, "after import")
     if ctx.opts.compile_only:
         ctx.record["status"] = "ok"
@@ -49,12 +54,32 @@ def prepare(ctx: Context) -> None:
         raise CandidateFailed("compile only")
 
 
-def _compile(ctx: Context) -> None:
+@dataclass
+class Build:
+    """What importing the kernel learned: the compile cache's answer, the load step's bound, the worker's own
+    import time, and what was stored (None: nothing)."""
+
+    cache_state: str
+    load_limit_s: float
+    compile_s: float
+    stored: Any = None
+
+
+def build_reference(ctx: Context) -> dict[str, Any]:
+    """The reference Model built on the device in the reference worker (the problem file in its folder)."""
+    return ctx.ref.setup(
+        problem_path=str(ctx.folders.ref / "problem.py"),
+        device=ctx.device,
+        init_path=str(ctx.folders.init_file),
+        gpu_memory_fraction=ctx.opts.gpu_memory_fraction,
+    )
+
+
+def _compile(ctx: Context) -> Build:
     """Import the kernel in its worker (compiling its extensions), with the compile cache's entry locked from the
     check to the store. The kernel builds in its own build folder (folders.build, which it sees at BUILD_DIR); the
     cache is ours and never visible to it: a hit is copied in before the import, a fresh build's products copied
     out after it, both through descriptors (beneath.py)."""
-    started = time.monotonic()
     f = ctx.folders
     sandboxed = ctx.workers.sandbox == "namespaces"
     ext_dir = Path(BUILD_DIR) if sandboxed else f.build
@@ -78,10 +103,8 @@ def _compile(ctx: Context) -> None:
             with _build_dir(ctx) as build_fd:
                 empty_dir(build_fd)
                 copy_in(ctx.cache.build_dir, build_fd, ctx.workers.ident)
-    ctx.record["environment"]["compile_cache"] = cache_state
     cold = cache_state != "hit"
     ctx.cand.load_limit_s = ctx.opts.load_cold_timeout_s if cold else ctx.opts.load_timeout_s
-    ctx.record["environment"]["load_limit_s"] = ctx.cand.load_limit_s
     try:
         loaded = ctx.cand.load(
             kernel_path=str(f.kernel_file),
@@ -95,18 +118,16 @@ def _compile(ctx: Context) -> None:
         if ctx.cache:
             ctx.cache.release()
         raise
-    finally:
-        ctx.phase("compile", started)
+    stored = None
     if ctx.cache is not None:
         if cache_state == "miss":
             with _build_dir(ctx) as build_fd:
                 cap = ctx.opts.compile_cache_entry_mb << 20
                 stored = ctx.cache.store(build_fd, loaded["compile_s"], max_entry_bytes=cap)
-            ctx.record["environment"]["compile_cache_store"] = stored
             evict(ctx.cache.root, ctx.opts.compile_cache_max_mb << 20, keep=ctx.cache.key)
         ctx.cache.release()
-    ctx.record["phases"]["compile_import"] = round(loaded["compile_s"], 3)
     ctx.state_entries = loaded["state"]
+    return Build(cache_state, ctx.cand.load_limit_s, float(loaded["compile_s"]), stored)
 
 
 @contextlib.contextmanager
@@ -118,7 +139,8 @@ def _build_dir(ctx: Context) -> Iterator[int]:
 
 def recompile(ctx: Context) -> None:
     """Import the kernel again, in a fresh candidate worker (the timing phase's next process pair): its build is
-    found where the first import left it (its own build folder), or copied anew from the compile cache."""
+    found where the first import left it (its own build folder), or copied anew from the compile cache. The
+    record keeps the first import's figures."""
     _compile(ctx)
 
 

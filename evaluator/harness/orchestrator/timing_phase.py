@@ -18,27 +18,25 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluator.harness.errors import CandidateFailed, HarnessInfraError
-from evaluator.harness.orchestrator.clients import CandidateClient, ReferenceClient
-from evaluator.harness.orchestrator.context import Context, output_ref
-from evaluator.harness.orchestrator.correctness_phase import randomise
-from evaluator.harness.orchestrator.setup_phase import handover, recompile
+from evaluator.harness.orchestrator.bring_up import fresh_pair
+from evaluator.harness.orchestrator.context import Context
+from evaluator.harness.orchestrator.timed_outputs import fresh_probe, recheck, recheck_outputs
 from evaluator.harness.orchestrator.timing_record import (
     OuterBlocks,
     Samples,
     describe_pairs,
     describe_precision,
     fill_timing_record,
-    looks_like_replay,
     stability_check,
 )
-from evaluator.harness.orchestrator.verdict import integrity
-from evaluator.harness.protocol import PAPER_LOOP_CALLS, VERIFIED_TOLERANCE, Options, set_check
+from evaluator.harness.protocol import PAPER_LOOP_CALLS, Options, set_check
 from evaluator.harness.sandbox.candidate_cpu import CandidateCpu, busy_finding, used_between
 from evaluator.harness.sandbox.cpu_pin import CpuLease, pin_group
 from evaluator.harness.timing import (
+    LONG_BLOCK_TARGETS,
     analytic_log_half_width,
     calls_per_block,
+    enough_calls,
     log_ratio_interval,
     ratios_disagree,
     rse_median,
@@ -99,7 +97,7 @@ def _run_timing(ctx: Context, cpu: int | None, why: str, outside_lock: OutsideLo
             break
         step = time.monotonic()
         with outside_lock() as hold:  # the GPU given back while the old pair ends and the new one starts
-            _fresh_pair(ctx)
+            fresh_pair(ctx)
             seconds = round(time.monotonic() - step, 3)
         ctx.phase(f"pair_{len(pairs) + 1}_start", step)
         starts.append({"pair": len(pairs) + 1, "seconds": seconds, "gpu_hold": hold})
@@ -113,8 +111,8 @@ def _run_timing(ctx: Context, cpu: int | None, why: str, outside_lock: OutsideLo
     for pair in pairs:
         rechecks.update(pair.rechecks)
     times, walls, outer, forged = _pooled(pairs)
-    fresh_rounds = _fresh_probe(ctx, rechecks, statistics.median(times["cand"]) if times["cand"] else None)
-    _recheck(ctx, rechecks)
+    fresh_rounds = fresh_probe(ctx, rechecks, statistics.median(times["cand"]) if times["cand"] else None)
+    recheck(ctx, rechecks)
     ctx.phase("timing_checks", step)
     fill_timing_record(
         ctx.record,
@@ -238,7 +236,10 @@ def _time_pair(
     if block is None:
         block = _block_size(ctx)
     step = time.monotonic()
-    sides = ["tf32", "cand", "fp32"] + (["compile"] if opts.compile_baseline and not setup["compile_error"] else [])
+    # The FP32 standard-protocol baseline is timed in the first pair only: its speedup is the headline speedup
+    # times that pair's FP32 / TF32 ratio (timing_record.compute_speedups), which both sides of one process share.
+    sides = ["tf32", "cand"] + (["fp32"] if first else [])
+    sides += ["compile"] if opts.compile_baseline and not setup["compile_error"] else []
     tag = "" if first else f"pair {len(pairs) + 1} "
     pairs.append(_timed_blocks(ctx, sides, len(seeds), block, tag))
     pairs[-1].pinned = pinned
@@ -254,55 +255,19 @@ def _pin_workers(ctx: Context, cpu: int) -> dict[str, int]:
 
 
 def _block_size(ctx: Context) -> int:
-    """Calls per block: opts.block_calls, or more for short calls so a block lasts opts.target_block_ms on the
-    orchestrator's clock (timing.calls_per_block). Sized from one untimed baseline block (no kernel code runs)."""
+    """Calls per block: opts.block_calls, more for short calls so a block lasts opts.target_block_ms on the
+    orchestrator's clock, fewer for long ones (timing.calls_per_block). Sized from untimed baseline calls (no
+    kernel code runs): two, then a whole block unless those two were already long (a 100 ms call is not timed ten
+    times just to learn that it is long)."""
     opts = ctx.opts
-    t0 = time.perf_counter_ns()
-    ctx.ref.time_block(mode="tf32", n=opts.block_calls, offset=0)
-    per_call = (time.perf_counter_ns() - t0) / 1e6 / max(opts.block_calls, 1)
+    per_call = 0.0
+    for n in (2, opts.block_calls):
+        t0 = time.perf_counter_ns()
+        ctx.ref.time_block(mode="tf32", n=n, offset=0)
+        per_call = (time.perf_counter_ns() - t0) / 1e6 / max(n, 1)
+        if per_call * opts.block_calls >= LONG_BLOCK_TARGETS * opts.target_block_ms:
+            break
     return calls_per_block(opts.block_calls, per_call, opts.target_block_ms, opts.max_block_calls)
-
-
-def _fresh_pair(ctx: Context) -> None:
-    """Replace both workers by fresh processes and bring them to where timing starts: the reference re-created
-    (seed 42, then the same randomised parameters), the kernel re-imported in a fresh sandboxed worker (its build
-    reused), the output hand-over chosen again. The old candidate's integrity report is read first."""
-    integrity(ctx, "before its process pair was replaced")
-    stray = ctx.workers.respawn(ctx.emit)
-    if stray:
-        set_check(
-            ctx.record,
-            "process_containment",
-            False,
-            f"{stray} processes started by the kernel outlived its worker and were killed",
-        )
-    workers = ctx.workers
-    assert workers.ref is not None and workers.cand is not None
-    ctx.ref = ReferenceClient(workers.ref, ctx.deadline)
-    ctx.cand = CandidateClient(
-        workers.cand, ctx.deadline, ctx.ref, hang_factor=ctx.opts.hang_factor, hang_grace_s=ctx.opts.hang_grace_s
-    )
-    ctx.ref.warm_up(ctx.device)
-    try:
-        ctx.cand.warm_up(ctx.device)
-    except CandidateFailed as exc:  # no kernel code has run in this process yet
-        raise HarnessInfraError(f"candidate worker failed before the kernel was re-loaded: {exc}") from exc
-    ctx.ref.setup(
-        problem_path=str(ctx.folders.ref / "problem.py"),
-        device=ctx.device,
-        init_path=str(ctx.folders.init_file),
-        gpu_memory_fraction=ctx.opts.gpu_memory_fraction,
-    )
-    record = ctx.record
-    kept = {k: record["phases"].get(k) for k in ("compile", "compile_import")}
-    cache_state = record["environment"].get("compile_cache")
-    recompile(ctx)
-    record["phases"].update(kept)  # the first import's figures stay the record's
-    record["environment"]["compile_cache"] = cache_state
-    integrity(ctx, "after re-import")
-    if ctx.params_seed is not None:
-        randomise(ctx, seed=ctx.params_seed)
-    handover(ctx)
 
 
 def _pooled(pairs: list[PairSamples]) -> tuple[Samples, Samples, OuterBlocks, list[str]]:
@@ -358,14 +323,15 @@ def _timed_blocks(ctx: Context, sides: list[str], input_sets: int, block: int, t
                     kept_blocks += 1
                     paths = {str(i): str(ctx.folders.io / f"timed_{prefix}{rounds}_{i}.pt") for i in range(input_sets)}
                     saved = ctx.cand.save_kept(paths)["saved"]
-                    rechecks.update(_recheck_outputs(ctx, f"{tag}block {rounds}", saved, paths))
+                    rechecks.update(recheck_outputs(ctx, f"{tag}block {rounds}", saved, paths))
         offset += block
         rounds += 1
         n = len(times["cand"])
         if n >= max_calls:
             stopped = f"max_calls ({n} calls)"
             break
-        if n >= opts.min_calls and kept_blocks and rounds >= MIN_ROUNDS:
+        enough = all(enough_calls(times[s], opts.min_calls, opts.min_timed_ms) for s in ("cand", "tf32"))
+        if enough and kept_blocks and rounds >= MIN_ROUNDS:
             # the medians' precision decides (the speedup is their ratio); the mean's RSE is still reported.
             # MIN_ROUNDS: the wall-clock cross-check compares per-block medians, which two blocks cannot give.
             if rse_median(times["cand"]) < opts.rse_target and rse_median(times["tf32"]) < opts.rse_target:
@@ -420,69 +386,3 @@ def _timing_sets(ctx: Context) -> int:
     # the reference also holds a fresh set, its output and a forward's clone and output; the candidate alike
     room = total * ctx.opts.gpu_memory_fraction - (2 * ctx.input_bytes + 3 * ctx.output_bytes)
     return max(1, min(ctx.opts.input_sets, int(room // max(per_set, 1))))
-
-
-def _fresh_probe(ctx: Context, rechecks: dict[str, Any], rotating_ms: float | None) -> int:
-    """Time a few calls on input sets the kernel has never seen. The timed loop rotates through a handful of
-    sets, so a cache keyed on input contents or addresses (A6, A9) would otherwise replay most timed calls.
-    The calls run back to back, as in a timed block, unless the sets are large: then one at a time, so a 6 GB
-    set and its output are held only once.
-
-    A round that looks like replay is confirmed by a second round on other never-seen sets, and the faster round
-    counts: a cache is slow on every new set, while one noisy moment on a shared CPU (seen: an honest kernel's
-    three fresh calls 5x slow, its speedup cut to 0.19x) is not slow twice. Returns the number of rounds."""
-    count = 3 if ctx.opts.quick else 5
-    rounds: list[tuple[list[float], list[float]]] = []
-    for attempt in range(2):
-        rounds.append(_fresh_round(ctx, rechecks, ctx.timing_sets + attempt * count, count))
-        fresh = rounds[-1][1]
-        if not fresh or rotating_ms is None or not looks_like_replay(rotating_ms, fresh):
-            break
-    ctx.fresh_base_times, ctx.fresh_times = min(rounds, key=lambda r: statistics.median(r[1]) if r[1] else float("inf"))
-    return len(rounds)
-
-
-def _fresh_round(ctx: Context, rechecks: dict[str, Any], start: int, count: int) -> tuple[list[float], list[float]]:
-    """One round of the fresh-input probe: (the baseline's times, the candidate's times) on `count` new sets."""
-    batch = count if (ctx.input_bytes + ctx.output_bytes) * count <= 1 << 30 else 1
-    base_times: list[float] = []
-    cand_times: list[float] = []
-    for first in range(start, start + count, batch):
-        indices = range(first, min(first + batch, start + count))
-        seeds = [ctx.seed() for _ in indices]
-        made = ctx.ref.fresh_sets(seeds=seeds, start=first)
-        base_times += [float(x) for x in made.get("times", [])]
-        paths = {str(i): str(ctx.folders.io / f"fresh_out_{i}.pt") for i in indices}
-        reply = ctx.cand.time_fresh(seeds=seeds, paths=list(paths.values()), start=first)
-        cand_times += [float(x) for x in reply["times"]]
-        rechecks.update(_recheck_outputs(ctx, "fresh inputs", reply["saved"], paths))
-    return base_times, cand_times
-
-
-def _recheck_outputs(ctx: Context, tag: str, saved: dict[str, Any], paths: dict[str, str]) -> dict[str, Any]:
-    """Re-check timed outputs right away (then release them: they can be gigabytes each)."""
-    results: dict[str, Any] = {f"input set {i} ({tag})": None for i, desc in saved.items() if desc is None}
-    outputs = {i: output_ref(desc, paths[i]) for i, desc in saved.items() if desc is not None and i in paths}
-    if outputs:
-        reply = ctx.ref.recheck(outputs=outputs, tol=VERIFIED_TOLERANCE, fresh_start=ctx.timing_sets)
-        results.update({f"input set {i} ({tag})": r for i, r in reply["results"].items()})
-    ctx.release_outputs()
-    return results
-
-
-def _recheck(ctx: Context, rechecks: dict[str, Any]) -> None:
-    missing = [k for k, v in rechecks.items() if v is None]
-    checked = {k: v for k, v in rechecks.items() if v is not None}
-    failed = [f"{k}: {r.get('reason')}" for k, r in checked.items() if not r.get("passed")]
-    ok = not failed and not missing
-    detail = f"{len(checked)} timed outputs re-checked against the fp32 reference at {VERIFIED_TOLERANCE:g}"
-    if missing:
-        detail += f"; {len(missing)} timed outputs were not plain tensors"
-    if failed:
-        detail += "; failed: " + "; ".join(failed)[:400]
-    if failed and not missing and not ctx.record["correct"]:
-        # Timed only for its standard-protocol figure: timing runs with the randomised parameters the kernel
-        # already failed on, so wrong timed outputs say nothing new. Not a verdict either way.
-        set_check(ctx.record, "timed_output_recheck", None, "not applicable (failed the verified gate); " + detail)
-        return
-    set_check(ctx.record, "timed_output_recheck", ok, detail)

@@ -1,0 +1,54 @@
+"""Bringing a worker pair to where the phases start: the one path for the first pair (evaluation.py) and every
+later process pair of the timing phase (timing_phase.py). stdlib only, like the orchestrator.
+
+The first pair also records what it learned (setup_phase.prepare: device facts, the build); a later pair is the
+same kernel re-imported in fresh processes, so it only checks that nothing changed and records nothing twice.
+"""
+
+from __future__ import annotations
+
+from evaluator.harness.errors import CandidateFailed, HarnessInfraError
+from evaluator.harness.orchestrator.clients import CandidateClient, ReferenceClient
+from evaluator.harness.orchestrator.context import Context
+from evaluator.harness.orchestrator.correctness_phase import randomise
+from evaluator.harness.orchestrator.setup_phase import build_reference, handover, recompile
+from evaluator.harness.orchestrator.verdict import integrity
+from evaluator.harness.protocol import set_check
+
+
+def connect(ctx: Context) -> None:
+    """Clients for the pair's two processes, and their first-use costs paid (torch imported, CUDA context made).
+    No kernel code has run in either yet: a failure here is ours, not the kernel's."""
+    workers = ctx.workers
+    assert workers.ref is not None and workers.cand is not None
+    ctx.ref = ReferenceClient(workers.ref, ctx.deadline)
+    ctx.cand = CandidateClient(
+        workers.cand, ctx.deadline, ctx.ref, hang_factor=ctx.opts.hang_factor, hang_grace_s=ctx.opts.hang_grace_s
+    )
+    ctx.ref.warm_up(ctx.device)
+    try:
+        ctx.cand.warm_up(ctx.device)
+    except CandidateFailed as exc:
+        raise HarnessInfraError(f"candidate worker failed before the kernel was loaded: {exc}") from exc
+
+
+def report_strays(ctx: Context, stray: int) -> None:
+    """Processes the kernel started that outlived its worker (killed by the worker's stop) fail containment."""
+    if stray:
+        detail = f"{stray} processes started by the kernel outlived its worker and were killed"
+        set_check(ctx.record, "process_containment", False, detail)
+
+
+def fresh_pair(ctx: Context) -> None:
+    """Replace both workers by fresh processes and bring them to where timing starts: the reference re-created
+    (seed 42, then the same randomised parameters), the kernel re-imported in a fresh sandboxed worker (its build
+    reused), the output hand-over chosen again. The old candidate's integrity report is read first."""
+    integrity(ctx, "before its process pair was replaced")
+    report_strays(ctx, ctx.workers.respawn(ctx.emit))
+    connect(ctx)
+    build_reference(ctx)
+    recompile(ctx)
+    integrity(ctx, "after re-import")
+    if ctx.params_seed is not None:
+        randomise(ctx, seed=ctx.params_seed)
+    handover(ctx)
