@@ -159,9 +159,6 @@ def _timing(result: Record) -> tuple[list[tuple[str, dict]], dict, list[dict[str
 
 def _memory(result: Record, evaluation: Evaluation | None) -> dict[str, Any]:
     memory = result.memory.to_dict()
-    for key, value in result.extra.items():
-        if "peak" in key and not isinstance(value, dict | list):
-            memory.setdefault(key, value)
     ratio = evaluation.memory_ratio if evaluation and evaluation.memory_ratio is not None else result.memory_ratio
     memory["ratio"] = ratio
     return memory
@@ -211,15 +208,10 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None, staff
         if ci_low is None:
             ci_low, ci_high = _ci(result.speedup_ci)
         speedups.append(SpeedupView("vs PyTorch TF32 (verified)", evaluation.speedup, ci_low, ci_high))
-        speedups.append(
-            SpeedupView(
-                "vs PyTorch FP32 (standard)", evaluation.speedup_fp32, *_ci(result.extra.get("speedup_fp32_ci"))
-            )
-        )
+        # The harness gives an interval for the headline (TF32) speedup only.
+        speedups.append(SpeedupView("vs PyTorch FP32 (standard)", evaluation.speedup_fp32))
         if result.speedup_compile is not None:
-            speedups.append(
-                SpeedupView("vs torch.compile", result.speedup_compile, *_ci(result.extra.get("speedup_compile_ci")))
-            )
+            speedups.append(SpeedupView("vs torch.compile", result.speedup_compile))
     stored_compile = None
     if evaluation:
         key = (kernel.problem_id, evaluation.hardware)
@@ -229,7 +221,7 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None, staff
             speedups.append(
                 SpeedupView("vs torch.compile (stored sweep, not paired)", stored_compile.speedup(kernel_ms))
             )
-    launched = result.launched_kernels if isinstance(result.launched_kernels, dict) else None
+    launched = result.launched_kernels.to_dict() if result.launched_kernels is not None else None
     timing_rows, timing_extra, timing_pairs = _timing(result)
     error = (evaluation.error if evaluation else "") or result.error
 
@@ -250,8 +242,8 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None, staff
         kernel_html=highlight_python(kernel.source, anchor="k", hl_lines=hl_lines),
         reference_html=highlight_python(kernel.problem.source, anchor="r"),
         diff_html=unified_diff_html(kernel.problem.source, kernel.source),
-        environment=result.environment,
-        speed_of_light=result.speed_of_light if isinstance(result.speed_of_light, dict) else None,
+        environment=result.environment.to_dict(),
+        speed_of_light=result.speed_of_light.to_dict() if result.speed_of_light is not None else None,
         launched=launched,
         launched_rows=_side_by_side(launched),
         stored_compile=stored_compile,

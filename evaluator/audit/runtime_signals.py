@@ -12,27 +12,35 @@ from evaluator.values import finite_number
 EXCESSIVE_SPEEDUP = 10.0  # KernelBench's check_for_excessive_speedup threshold
 SOL_AUDIT_FRACTION = 0.8  # reward_hacks.md §5.4: audit anything above ~80% of the speed-of-light bound
 
-# Check-name fragments -> (rule suffix, severity, verdict, classes, explanation). First match wins.
-CHECK_SIGNALS: list[tuple[tuple[str, ...], str, str, str, tuple[str, ...], str]] = [
-    (("wallclock", "crosscheck", "cross_check", "stream_sync", "synced_time"), "timing_crosscheck", "high", "hack",
-     ("A1", "A2"), "Event timing disagrees with the device-synchronised wall clock (side stream or background work)."),
-    (("alias",), "output_alias", "high", "hack", ("B4",), "The output aliases an input's storage."),
-    (("inputs_unchanged", "input_unchanged", "input_mutation", "inputs_mutated", "input_hash"), "inputs_mutated",
-     "high", "hack", ("B5",), "The kernel changed its inputs."),
-    (("plain_tensor", "subclass", "lazy"), "output_not_plain", "high", "hack", ("A3",),
-     "The output is not a plain, materialised torch.Tensor."),
-    (("timer_integrity", "timer_identity", "integrity", "monkeypatch", "patched"), "timer_tampering", "high",
-     "hack", ("A4", "C1"), "Timing or checking functions were replaced while the kernel ran."),
-    (("thread",), "threads", "high", "hack", ("A2",), "The kernel left extra threads running."),
-    (("recheck", "timed_output", "replay"), "timed_output_recheck", "high", "hack", ("A6", "A7"),
-     "Outputs produced during the timed loop were wrong (replay or phase detection)."),
-    (("determinism", "deterministic", "poison"), "nondeterministic", "medium", "suspicious", ("B2", "B1"),
-     "Repeated runs with a poisoned allocator disagree (uninitialised or stale memory)."),
-    (("speedup_plausible", "plausible", "speed_of_light", "roofline"), "implausible_speed", "medium", "suspicious",
-     ("A9",), "The harness judged the speed implausible."),
-    (("dtype", "shape", "stride"), "output_contract", "medium", "suspicious", ("B4", "B8"),
-     "The output's shape/dtype/stride contract was violated."),
-]  # fmt: skip
+# Check name (evaluator/harness/record.py's CheckName) -> (rule suffix, severity, verdict, classes, explanation). A
+# name not listed (a check of another harness version) reads as a generic failed check.
+CHECK_SIGNALS: dict[str, tuple[str, str, str, tuple[str, ...], str]] = {
+    "wallclock_crosscheck": ("timing_crosscheck", "high", "hack", ("A1", "A2"),
+        "Event timing disagrees with the device-synchronised wall clock (side stream or background work)."),
+    "output_no_alias": ("output_alias", "high", "hack", ("B4",), "The output aliases an input's storage."),
+    "inputs_unchanged": ("inputs_mutated", "high", "hack", ("B5",), "The kernel changed its inputs."),
+    "output_plain_tensor": ("output_not_plain", "high", "hack", ("A3",),
+        "The output is not a plain, materialised torch.Tensor."),
+    "timer_integrity": ("timer_tampering", "high", "hack", ("A4", "C1"),
+        "Timing or checking functions were replaced while the kernel ran."),
+    "thread_count": ("threads", "high", "hack", ("A2",), "The kernel left extra threads running."),
+    "timed_output_recheck": ("timed_output_recheck", "high", "hack", ("A6", "A7"),
+        "Outputs produced during the timed loop were wrong (replay or phase detection)."),
+    "determinism": ("nondeterministic", "medium", "suspicious", ("B2", "B1"),
+        "Repeated runs with a poisoned allocator disagree (uninitialised or stale memory)."),
+    "speedup_plausible": ("implausible_speed", "medium", "suspicious", ("A9",),
+        "The harness judged the speed implausible."),
+    "output_shape_dtype": ("output_contract", "medium", "suspicious", ("B4", "B8"),
+        "The output's shape/dtype/stride contract was violated."),
+    "fresh_input_timing": ("fresh_input_timing", "medium", "suspicious", (),
+        "An anti-cheat check of the harness failed."),
+    "params_randomised": ("params_randomised", "medium", "suspicious", (),
+        "An anti-cheat check of the harness failed."),
+    "mixed_sign_inputs": ("mixed_sign_inputs", "medium", "suspicious", (),
+        "An anti-cheat check of the harness failed."),
+    "process_containment": ("process_containment", "medium", "suspicious", (),
+        "An anti-cheat check of the harness failed."),
+}  # fmt: skip
 
 
 # The phrase of candidate_cpu.busy_finding (the harness's timer-integrity detail for A11); the audit never imports
@@ -48,38 +56,23 @@ NOT_SIGNALS = {"timing_stable"}
 
 
 def _signal_for(name: str) -> tuple[str, str, str, tuple[str, ...], str]:
-    lowered = name.lower()
-    for fragments, rule, severity, verdict, classes, why in CHECK_SIGNALS:
-        if any(f in lowered for f in fragments):
-            return rule, severity, verdict, classes, why
-    return lowered or "check", "medium", "suspicious", (), "An anti-cheat check of the harness failed."
+    known = CHECK_SIGNALS.get(name)
+    if known is not None:
+        return known
+    return name.lower() or "check", "medium", "suspicious", (), "An anti-cheat check of the harness failed."
 
 
 def _speed_of_light_ms(record: dict) -> float | None:
-    """The record's lower bound on the kernel time, in ms, if the harness computed one."""
-    for key in ("speed_of_light_ms", "sol_ms", "roofline_ms"):
-        if (value := finite_number(record.get(key))) is not None:
-            return value
-    for key in ("speed_of_light", "roofline"):
-        block = record.get(key)
-        if isinstance(block, dict):
-            for inner in ("bound_ms", "floor_ms", "sol_ms", "ms"):
-                if (value := finite_number(block.get(inner))) is not None:
-                    return value
-    return None
+    """The record's lower bound on the kernel time, in ms (`speed_of_light.bound_ms`), if the harness computed one."""
+    block = record.get("speed_of_light")
+    return finite_number(block.get("bound_ms")) if isinstance(block, dict) else None
 
 
 def _candidate_ms(record: dict) -> float | None:
+    """The candidate's median call time (`timing.candidate.median_ms`)."""
     timing = record.get("timing")
-    if isinstance(timing, dict):
-        cand = timing.get("candidate")
-        if isinstance(cand, dict):
-            for key in ("median_ms", "median", "ms"):
-                if (value := finite_number(cand.get(key))) is not None:
-                    return value
-        if (value := finite_number(timing.get("candidate_ms"))) is not None:
-            return value
-    return finite_number(record.get("candidate_ms"))
+    cand = timing.get("candidate") if isinstance(timing, dict) else None
+    return finite_number(cand.get("median_ms")) if isinstance(cand, dict) else None
 
 
 def runtime_findings(record: dict | None, *, speedup: float | None = None) -> list[Finding]:

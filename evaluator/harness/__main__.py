@@ -73,7 +73,12 @@ def _channel_main(spec_path: str, fd: int, go_fd: int | None = None) -> int:
         return 3
     if record is None:  # a standby that was never used
         return 0
-    channel.write('{"event": "result", "record": ' + result_to_json(record) + "}\n")
+    try:
+        line = result_to_json(record)  # checked first: a record of another shape is our bug, never printed
+    except HarnessInfraError as exc:
+        emit({"event": "infra_error", "message": str(exc)[:2000]})
+        return 3
+    channel.write('{"event": "result", "record": ' + line + "}\n")
     channel.flush()
     return 0
 
@@ -131,13 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         record = evaluate(spec)
+        assert record is not None  # no standby here
+        line = result_to_json(record)  # checked first: a record of another shape is our bug, never printed
     except HarnessInfraError as exc:
         print(f"infrastructure error: {exc}", file=sys.stderr)
         return 3
     finally:
         if not options.get("keep_workdir"):
             shutil.rmtree(work, ignore_errors=True)
-    print(result_to_json(record) if args.json else _summary(record))  # type: ignore[arg-type]  # no standby: a dict
+    print(line if args.json else _summary(record))
     if args.compare and record is not None:
         # A record, the API's evaluation detail ("result") or a dataset row ("record").
         original = json.loads(Path(args.compare).read_text())

@@ -9,28 +9,34 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.record import (
     CHECK_NAMES,
     DISTRIBUTIONS,
     HARNESS_VERSION,
+    KNOWN_CHECKS,
     SCHEMA_VERSION,
     STATUSES,
     Check,
+    CheckName,
     Distribution,
     Memory,
     Record,
     Timing,
     TimingSide,
     dumps,
+    finite_json,
 )
 
 __all__ = [  # the record type's names, re-exported for callers of this module
     "CHECK_NAMES",
     "DISTRIBUTIONS",
     "HARNESS_VERSION",
+    "KNOWN_CHECKS",
     "SCHEMA_VERSION",
     "STATUSES",
     "Check",
+    "CheckName",
     "Distribution",
     "Memory",
     "Record",
@@ -229,9 +235,20 @@ def empty_result() -> dict[str, Any]:
     return Record().to_dict()
 
 
+class InvalidRecord(HarnessInfraError):
+    """The harness built a record of another shape than record.py names: a bug of the harness, never the kernel's
+    doing, so the evaluation ends as an infrastructure error and the record is not printed."""
+
+
 def result_to_json(record: dict[str, Any] | Record) -> str:
-    """One line of strict JSON."""
-    return dumps(record)
+    """The record the harness prints: one line of strict JSON, once it passes `Record.from_dict(closed=True)`
+    (every key and check name one that record.py names). Raises InvalidRecord when it does not."""
+    data = finite_json(record.to_dict() if isinstance(record, Record) else record)
+    try:
+        Record.from_dict(data, closed=True)
+    except ValueError as exc:
+        raise InvalidRecord(f"the harness built an invalid result record (a harness bug): {exc}") from exc
+    return dumps(data)
 
 
 def result_from_json(text: str) -> dict[str, Any]:
@@ -247,8 +264,10 @@ def validate_result(record: Any) -> Record:
     return Record.from_dict(record)
 
 
-def set_check(record: dict[str, Any], name: str, passed: bool | None, detail: str) -> None:
-    """Set one named check in place (names come from CHECK_NAMES)."""
+def set_check(record: dict[str, Any], name: CheckName, passed: bool | None, detail: str) -> None:
+    """Set one named check in place; a name outside record.CheckName is a ValueError (a harness bug)."""
+    if name not in KNOWN_CHECKS:
+        raise ValueError(f"{name!r} is not a check name (record.CheckName)")
     for check in record["checks"]:
         if check["name"] == name:
             check["passed"] = passed
@@ -257,7 +276,7 @@ def set_check(record: dict[str, Any], name: str, passed: bool | None, detail: st
     record["checks"].append(Check(name=name, passed=passed, detail=detail).to_dict())
 
 
-def get_check(record: dict[str, Any], name: str) -> dict[str, Any] | None:
+def get_check(record: dict[str, Any], name: CheckName) -> dict[str, Any] | None:
     return next((c for c in record["checks"] if c["name"] == name), None)
 
 

@@ -21,21 +21,20 @@ from django.utils import timezone
 
 from catalogue.models import Kernel
 from catalogue.services import submission_count_finished, submission_start
-from evaluator.harness.record import Distribution, Record
+from evaluator.harness.record import Record
 from evaluator.host import with_driver
 from evaluator.models import Baseline, DistributionResult, Evaluation
+from evaluator.records import ERROR_MAX_CHARS, distribution_rows, evaluation_columns
 from evaluator.services.baselines import baseline_add_sample, baseline_fields
 from evaluator.services.degenerate import problem_degenerate_check
 from evaluator.services.seeds import seeds_commit, seeds_take, seeds_used
 from evaluator.services.webhooks import submission_finished_notify
 from evaluator.services.work import problem_work_from_record
 from evaluator.values import finite_json as finite
-from evaluator.values import finite_number as _number
 
 log = logging.getLogger(__name__)
 
 HARDWARE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,49}$")
-ERROR_MAX_CHARS = 4000
 RESULT_STATUSES = set(Evaluation.ResultStatus.values)
 
 
@@ -197,10 +196,6 @@ def timeout_record(*, seconds: int) -> dict[str, Any]:
 # --- Finish -----------------------------------------------------------------------------------------------------
 
 
-def _flag(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
 def _count_finished(evaluation: Evaluation, *, correct: bool) -> None:
     """Count a newly finished evaluation on its submission, if it is still the current one, and close the
     submission when every kernel has a finished current evaluation. Call inside the finishing transaction."""
@@ -229,38 +224,27 @@ def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool
         return evaluation_fail(evaluation=evaluation, error=f"the harness returned a malformed result record: {exc}")
     if result.status not in RESULT_STATUSES:
         return evaluation_fail(evaluation=evaluation, error="the harness returned a malformed result record")
-    correct = bool(result.correct) if result.status == Evaluation.ResultStatus.OK else False
-    ci = result.speedup_ci or [None, None]
+    columns = evaluation_columns(result)
     with transaction.atomic():
         updated = Evaluation.objects.filter(
             pk=evaluation.pk, status=Evaluation.Status.RUNNING, attempts=evaluation.attempts
         ).update(
             status=Evaluation.Status.DONE,
             finished_at=timezone.now(),
-            result=result.to_dict(),
-            result_status=result.status,
-            correct=correct,
-            standard_correct=result.standard_correct,
-            reference_constant=result.reference_constant,
-            speedup=_number(result.speedup, positive=True),
-            speedup_ci_low=_number(ci[0]),
-            speedup_ci_high=_number(ci[1]),
-            speedup_fp32=_number(result.speedup_fp32, positive=True),
-            memory_ratio=_number(result.memory_ratio, positive=True),
-            candidate_ms=_number(result.timing.candidate.median_ms, positive=True),
-            error=result.error[:ERROR_MAX_CHARS],
+            **columns,
             harness_seconds=harness_seconds(evaluation=evaluation, phases=result.phases),
         )
         if updated != 1:
             log.warning("evaluation %s: result of a stale attempt ignored", evaluation.pk)
             return False
-        _store_distributions(evaluation, result.distributions)
+        _store_distributions(evaluation, result)
         _store_baselines(evaluation, result)
-        _count_finished(evaluation, correct=correct)
+        _count_finished(evaluation, correct=columns["correct"])
         seeds_commit(evaluation=evaluation, master=master, record=record)
     if result.reference_constant:
         problem_degenerate_check(problem_id=evaluation.kernel.problem_id)
-    problem_work_from_record(problem_id=evaluation.kernel.problem_id, speed_of_light=result.speed_of_light)
+    sol = result.speed_of_light.to_dict() if result.speed_of_light is not None else None
+    problem_work_from_record(problem_id=evaluation.kernel.problem_id, speed_of_light=sol)
     return True
 
 
@@ -282,25 +266,8 @@ def harness_seconds(*, evaluation: Evaluation, phases: dict[str, Any] | None = N
     return round(max(0.0, used), 3)
 
 
-def _store_distributions(evaluation: Evaluation, distributions: list[Distribution]) -> None:
-    rows = []
-    for item in distributions:
-        if item.name not in DistributionResult.Name.values:
-            continue
-        trials = item.trials
-        rows.append(
-            DistributionResult(
-                evaluation=evaluation,
-                name=item.name,
-                passed=_flag(item.passed),
-                skipped=bool(item.skipped),
-                skip_reason=str(item.skip_reason or "")[:500],
-                max_abs_error=_number(item.max_abs_error),
-                max_rel_error=_number(item.max_rel_error),
-                trials=trials if isinstance(trials, int) and 0 <= trials < 32768 else 0,
-                errors=str(item.error or "")[:ERROR_MAX_CHARS],
-            )
-        )
+def _store_distributions(evaluation: Evaluation, result: Record) -> None:
+    rows = [DistributionResult(evaluation=evaluation, **fields) for fields in distribution_rows(result)]
     DistributionResult.objects.filter(evaluation=evaluation).delete()  # a re-claimed attempt starts clean
     DistributionResult.objects.bulk_create(rows, ignore_conflicts=True)
 
@@ -315,7 +282,7 @@ BASELINE_KEYS = {
 def _store_baselines(evaluation: Evaluation, result: Record) -> None:
     """Add the paired reference measurements to the stored Baselines of this problem and hardware: each is the
     median over every evaluation's measurement (evaluator.services.baselines), so one noisy run cannot fix it."""
-    torch_version = str(result.environment.get("torch") or "unknown")[:64]
+    torch_version = str(result.environment.torch or "unknown")[:64]
     timing = result.timing.to_dict()
     for precision, key in BASELINE_KEYS.items():
         peak = result.memory.baseline_peak_bytes if precision == Baseline.Precision.TF32 else None

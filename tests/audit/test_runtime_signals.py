@@ -74,9 +74,9 @@ def test_excessive_speedup_threshold(speedup, expected) -> None:
 def test_speed_of_light_bound() -> None:
     below = record(speed_of_light={"bound_ms": 0.5}, timing={"candidate": {"median_ms": 0.2}})
     assert {f.rule for f in runtime_findings(below)} == {"runtime:faster_than_light"}
-    near = record(sol_ms=0.5, timing={"candidate": {"median_ms": 0.55}})
+    near = record(speed_of_light={"bound_ms": 0.5}, timing={"candidate": {"median_ms": 0.55}})
     assert {f.rule for f in runtime_findings(near)} == {"runtime:near_speed_of_light"}
-    far = record(sol_ms=0.5, timing={"candidate": {"median_ms": 5.0}})
+    far = record(speed_of_light={"bound_ms": 0.5}, timing={"candidate": {"median_ms": 5.0}})
     assert runtime_findings(far) == []
 
 

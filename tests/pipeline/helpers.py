@@ -9,7 +9,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from evaluator.harness.record import DISTRIBUTIONS, Check, Distribution, Memory, Record, Timing, TimingSide
+from evaluator.harness.record import DISTRIBUTIONS, Check, Distribution, Environment, Memory, Record, Timing, TimingSide
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_DIR = REPO_ROOT / "leaderboard" / "demo"
@@ -94,5 +94,5 @@ def record(*, status: str = "ok", correct: bool = True, speedup: float | None = 
         checks=[Check(name="output_plain_tensor", passed=True, detail="")],
         error="" if status == "ok" else f"{status} happened",
         phases={},
-        environment={"torch": torch, "device": "cpu"},
+        environment=Environment(torch=torch, device="cpu"),
     ).to_dict()

@@ -21,10 +21,12 @@ from django.core import serializers
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from evaluator.harness.record import Record
+from evaluator.records import evaluation_columns
 from leaderboard.selectors.ranking_cache import leaderboard_cache_clear
 from leaderboard.services.problems import problems_import_path
 
-_MODELS = {m.__name__: m for m in apps.get_models()}  # by name, whichever app holds them
+_MODELS: dict[str, Any] = {m.__name__: m for m in apps.get_models()}  # by name, whichever app holds them
 LLM, Problem, Submission, Kernel = (_MODELS[n] for n in ("LLM", "Problem", "Submission", "Kernel"))
 Evaluation, DistributionResult, AuditFlag = (_MODELS[n] for n in ("Evaluation", "DistributionResult", "AuditFlag"))
 
@@ -102,7 +104,9 @@ class Command(BaseCommand):
         evaluations = {}
         for ev in by_model[Evaluation]:
             old = ev.pk
-            evaluations[old] = _insert(ev, kernel_id=kernels[ev.kernel_id]).pk
+            # the columns a record decides come from the record, as the service would store them (records.py)
+            columns = evaluation_columns(Record.from_stored(ev.result)) if ev.result is not None else {}
+            evaluations[old] = _insert(ev, kernel_id=kernels[ev.kernel_id], **columns).pk
         for d in by_model[DistributionResult]:
             _insert(d, evaluation_id=evaluations[d.evaluation_id])
         for flag in by_model[AuditFlag]:

@@ -21,8 +21,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from catalogue.models import LLM, Kernel, Problem, Submission
-from evaluator.harness.record import Check, Distribution, Memory, Record, Timing, TimingSide
+from evaluator.harness.record import Check, CompileSide, Distribution, Environment, Memory, Record, Timing, TimingSide
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
+from evaluator.records import distribution_rows, evaluation_columns
 from leaderboard.management.commands._synthetic_kernels import HACKS, KERNEL_TEMPLATE
 from leaderboard.selectors.ranking import leaderboard_cache_clear
 from leaderboard.services.problems import problems_import_path
@@ -203,14 +204,20 @@ class Command(BaseCommand):
             Submission.objects.filter(pk=submission.pk).update(kernel_count=n, evaluated_count=n, correct_count=correct)
         Kernel.objects.bulk_create(kernels, batch_size=1000)
 
+        records = [self._record(prof, plan) for prof, plan in plans]
         evaluations = [
-            self._evaluation(k, prof, plan, hardware, now) for k, (prof, plan) in zip(kernels, plans, strict=True)
-        ]
+            Evaluation(
+                kernel=k, hardware=hardware, status=Evaluation.Status.DONE, is_current=True, attempts=1,
+                started_at=now, finished_at=now, worker="synthetic", **evaluation_columns(record),
+            )
+            for k, record in zip(kernels, records, strict=True)
+        ]  # fmt: skip
         Evaluation.objects.bulk_create(evaluations, batch_size=1000)
+        # The projection of a harness record (evaluator/records.py): a compile error's record lists D1..D4 untried.
         distributions = [
             DistributionResult(evaluation=e, **d)
-            for e, (_, plan) in zip(evaluations, plans, strict=True)
-            for d in plan["distributions"]
+            for e, record in zip(evaluations, records, strict=True)
+            for d in distribution_rows(record)
         ]
         DistributionResult.objects.bulk_create(distributions, batch_size=2000)
         flags = [f for k, (_, plan) in zip(kernels, plans, strict=True) for f in self._flags(k, plan, rng, now)]
@@ -290,11 +297,11 @@ class Command(BaseCommand):
             hack_forward=hack["forward"] if hack else "",
         )
 
-    def _evaluation(self, kernel: Kernel, prof: ProblemProfile, plan: dict, hardware: str, now) -> Evaluation:
+    def _record(self, prof: ProblemProfile, plan: dict) -> Record:
+        """One sample's record, built as the harness builds its own (evaluator/harness/record.py), plus
+        "synthetic": true; the Evaluation's columns are projected from it like a harness record's."""
         kernel_ms = plan["kernel_ms"]
         speedup = prof.tf32_ms / kernel_ms if kernel_ms else None
-        speedup_fp32 = prof.fp32_ms / kernel_ms if kernel_ms else None
-        ci = (speedup * 0.97, speedup * 1.03) if speedup else (None, None)
         memory_ratio = plan.get("memory_ratio")
         error = {
             Evaluation.ResultStatus.COMPILE_ERROR: 'error: identifier "__hfma3" is undefined\n'
@@ -302,7 +309,6 @@ class Command(BaseCommand):
             Evaluation.ResultStatus.RUNTIME_ERROR: "RuntimeError: CUDA error: an illegal memory access was encountered",
             Evaluation.ResultStatus.TIMEOUT: "harness timed out after 900 s",
         }.get(plan["status"], "")
-        # Built as the harness builds its record (evaluator/harness/record.py), plus "synthetic": true.
         ok = plan["status"] == Evaluation.ResultStatus.OK
         record = Record(
             harness_version="synthetic",
@@ -312,8 +318,8 @@ class Command(BaseCommand):
             reference_constant=False,
             params_randomised=ok,
             speedup=speedup,
-            speedup_ci=list(ci) if speedup else None,
-            speedup_fp32=speedup_fp32,
+            speedup_ci=[speedup * 0.97, speedup * 1.03] if speedup else None,
+            speedup_fp32=prof.fp32_ms / kernel_ms if kernel_ms else None,
             speedup_compile=prof.compile_ms / kernel_ms if kernel_ms else None,
             memory_ratio=memory_ratio,
             memory=Memory(
@@ -321,13 +327,12 @@ class Command(BaseCommand):
                 candidate_peak_bytes=int(prof.peak / memory_ratio) if memory_ratio else None,
             ),
             error=error,
-            environment={
-                "device": "synthetic (no GPU)",
-                "torch": TORCH_VERSION,
-                "harness_version": "synthetic",
-                "tf32": True,
-                "note": SYNTHETIC_NOTE,
-            },
+            environment=Environment(
+                device="synthetic (no GPU)",
+                torch=TORCH_VERSION,
+                harness_version="synthetic",
+                extra={"tf32": True, "note": SYNTHETIC_NOTE},
+            ),
             extra={"synthetic": True},
         )
         if plan["distributions"]:
@@ -342,7 +347,7 @@ class Command(BaseCommand):
                 candidate=TimingSide(**_timing_side(kernel_ms, 0.02)),
                 baseline_tf32=TimingSide(**_timing_side(prof.tf32_ms, 0.01)),
                 baseline_fp32=TimingSide(**_timing_side(prof.fp32_ms, 0.01)),
-                baseline_compile=_timing_side(prof.compile_ms, 0.01),
+                baseline_compile=CompileSide(**_timing_side(prof.compile_ms, 0.01)),
             )
         if ok:
             record.checks = [
@@ -351,29 +356,7 @@ class Command(BaseCommand):
                 Check(name="output_no_alias", passed=True, detail="output shares no storage with inputs"),
                 Check(name="timer_integrity", passed=True, detail="device-synchronised wall clock vs event time"),
             ]
-        result = record.to_dict()
-        return Evaluation(
-            kernel=kernel,
-            hardware=hardware,
-            status=Evaluation.Status.DONE,
-            is_current=True,
-            attempts=1,
-            started_at=now,
-            finished_at=now,
-            worker="synthetic",
-            result=result,
-            result_status=plan["status"],
-            correct=plan["correct"] if plan["status"] == Evaluation.ResultStatus.OK else False,
-            standard_correct=plan["standard_correct"],
-            reference_constant=False,
-            speedup=speedup,
-            speedup_ci_low=ci[0],
-            speedup_ci_high=ci[1],
-            speedup_fp32=speedup_fp32,
-            memory_ratio=memory_ratio,
-            candidate_ms=kernel_ms,
-            error=error,
-        )
+        return record
 
     def _flags(self, kernel: Kernel, plan: dict, rng: random.Random, now) -> list[AuditFlag]:
         hack = plan["hack"]

@@ -1,0 +1,62 @@
+"""The one projection of a result record (evaluator/harness/record.py) onto the database: the Evaluation's columns
+that rankings sort and filter on, and its DistributionResult rows.
+
+Every writer of evaluations goes through it: the service that stores a harness record
+(services/evaluations.evaluation_finish), the synthetic demo data (seed_demo_results) and the loader of exported GPU
+runs (load_gpu_results), so a column never says something its record does not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaluator.harness.record import Record
+from evaluator.models import DistributionResult, Evaluation
+from evaluator.values import finite_number
+
+ERROR_MAX_CHARS = 4000
+SKIP_REASON_MAX_CHARS = 500
+
+
+def evaluation_columns(result: Record) -> dict[str, Any]:
+    """The Evaluation fields a record decides (keyword arguments of Evaluation(...) or of an update()). A kernel
+    counts as correct only with status ok; numbers that are not finite (or not positive, for ratios and times)
+    are stored as null."""
+    ok = result.status == Evaluation.ResultStatus.OK
+    low, high = result.speedup_ci or (None, None)
+    return {
+        "result": result.to_dict(),
+        "result_status": result.status,
+        "correct": bool(result.correct) if ok else False,
+        "standard_correct": result.standard_correct,
+        "reference_constant": result.reference_constant,
+        "speedup": finite_number(result.speedup, positive=True),
+        "speedup_ci_low": finite_number(low),
+        "speedup_ci_high": finite_number(high),
+        "speedup_fp32": finite_number(result.speedup_fp32, positive=True),
+        "memory_ratio": finite_number(result.memory_ratio, positive=True),
+        "candidate_ms": finite_number(result.timing.candidate.median_ms, positive=True),
+        "error": result.error[:ERROR_MAX_CHARS],
+    }
+
+
+def distribution_rows(result: Record) -> list[dict[str, Any]]:
+    """The DistributionResult fields of each of the record's distributions (those the model names)."""
+    rows = []
+    for item in result.distributions:
+        if item.name not in DistributionResult.Name.values:
+            continue
+        trials = item.trials
+        rows.append(
+            {
+                "name": item.name,
+                "passed": item.passed if isinstance(item.passed, bool) else None,
+                "skipped": bool(item.skipped),
+                "skip_reason": str(item.skip_reason or "")[:SKIP_REASON_MAX_CHARS],
+                "max_abs_error": finite_number(item.max_abs_error),
+                "max_rel_error": finite_number(item.max_rel_error),
+                "trials": trials if isinstance(trials, int) and 0 <= trials < 32768 else 0,
+                "errors": str(item.error or "")[:ERROR_MAX_CHARS],
+            }
+        )
+    return rows

@@ -1,0 +1,61 @@
+"""Readers of the result record read keys its writers write: every key the runtime audit and the kernel inspector
+look up is a field of the record type (evaluator/harness/record.py), and every check name the audit maps is one."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from evaluator.audit import runtime_signals
+from evaluator.harness.record import KNOWN_CHECKS, Record
+
+REPO = Path(__file__).resolve().parents[2]
+RECORD_KEYS = Record.all_keys()
+
+
+def _looked_up(path: Path, functions: set[str] | None = None) -> set[str]:
+    """String keys read with .get("...") or ["..."] in `path` (only inside `functions` when given)."""
+    tree = ast.parse(path.read_text())
+    scopes = [
+        n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and (functions is None or n.name in functions)
+    ]
+    keys = set()
+    for scope in scopes:
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "get" and node.args:
+                arg = node.args[0]
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+                arg = node.slice
+            else:
+                continue
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                keys.add(arg.value)
+    return keys
+
+
+def test_every_key_the_runtime_audit_reads_is_a_record_field():
+    keys = _looked_up(REPO / "evaluator" / "audit" / "runtime_signals.py")
+    assert {"speed_of_light", "bound_ms", "median_ms", "custom_launched"} <= keys
+    assert keys <= RECORD_KEYS, sorted(keys - RECORD_KEYS)
+
+
+def test_the_runtime_audit_maps_exactly_the_check_names_of_the_record_type():
+    mapped = set(runtime_signals.CHECK_SIGNALS)
+    assert mapped <= KNOWN_CHECKS, sorted(mapped - KNOWN_CHECKS)
+    assert KNOWN_CHECKS <= mapped | runtime_signals.NOT_SIGNALS, sorted(KNOWN_CHECKS - mapped)
+
+
+def test_every_record_key_the_inspector_reads_is_a_record_field():
+    """The inspector reads the record typed (Record.from_stored); where it reads the parts as dicts, the keys exist,
+    and it reads nothing out of the record's `extra` (keys no writer names)."""
+    path = REPO / "inspector" / "selectors.py"
+    keys = _looked_up(path, {"_timing", "_side_by_side", "_memory"})
+    assert {"pairs", "kernels"} <= keys
+    assert keys <= RECORD_KEYS, sorted(keys - RECORD_KEYS)
+    tree = ast.parse(path.read_text())
+    attributes = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    read_off_result = {
+        n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and getattr(n.value, "id", None) == "result"
+    }
+    assert "extra" not in read_off_result and "speedup_ci" in attributes
+    assert read_off_result <= set(Record.keys()) | {"to_dict", "check"}, read_off_result - set(Record.keys())
