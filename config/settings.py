@@ -1,4 +1,4 @@
-"""KernelBench-Verified settings: one env-driven file (healthchecks style).
+"""KernelBench-Verified settings: one env-driven file (healthchecks style; its helpers are in config/env.py).
 
 The defaults need no server: SQLite under var/ and Celery's filesystem transport under var/celery, which a web
 process and a separate worker process on one host share. DATABASE_URL switches to PostgreSQL and CELERY_BROKER_URL
@@ -17,50 +17,9 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.env import KEYLESS_COMMANDS, envbool, envint, keyless_command, private_folder
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def envbool(name: str, default: str = "False") -> bool:
-    """Strict boolean: only "True"/"False" (any case), so a typo fails loudly instead of meaning False."""
-    value = os.getenv(name, default).strip().lower()
-    if value not in {"true", "false"}:
-        raise ImproperlyConfigured(f"{name} must be True or False, not {value!r}")
-    return value == "true"
-
-
-def private_folder(path: Path) -> Path:
-    """Create `path` for this user only (0700; an existing one of ours is tightened to that, keeping o+x where the
-    evaluator granted it so that a kernel's uid can reach its own work folder below, never list or read)."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = path.stat()
-    if info.st_uid == os.geteuid():
-        path.chmod(0o700 | (info.st_mode & 0o001))
-    return path
-
-
-def envint(name: str, default: int) -> int:
-    try:
-        return int(os.getenv(name, str(default)))
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be an integer") from exc
-
-
-# Management commands that serve nothing and sign nothing that outlives their process (README: "Evaluating one
-# kernel by hand", creating a user, migrating). Without a SECRET_KEY they get a random key of their own, so a
-# newcomer's shell works; the web server (runserver, any WSGI/ASGI server) and Celery workers still refuse to start.
-KEYLESS_COMMANDS = frozenset(
-    {
-        "audit_kernel", "changepassword", "check", "collectstatic", "createcachetable", "createsuperuser",
-        "create_api_token", "evaluate_kernel", "export_dataset", "help", "import_baselines", "import_hack_flags",
-        "import_problems", "load_demo", "makemigrations", "migrate", "reap_evaluations", "rerun_champions",
-        "reproduce", "reveal_seeds", "seed_demo_results", "showmigrations", "spectacular",
-    }
-)  # fmt: skip
-
-
-def keyless_command(argv: list[str]) -> bool:
-    """`manage.py <command>` for one of KEYLESS_COMMANDS."""
-    return len(argv) > 1 and Path(argv[0]).name == "manage.py" and argv[1] in KEYLESS_COMMANDS
 
 
 DEBUG = envbool("DJANGO_DEBUG", "False")
@@ -129,6 +88,7 @@ INSTALLED_APPS = [
     "evaluator",
     "leaderboard",
     "inspector",
+    "config.apps.ProjectConfig",  # the project's wiring (signal handlers), above every app
 ]
 
 MIDDLEWARE = [

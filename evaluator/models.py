@@ -23,7 +23,7 @@ class Evaluation(models.Model):
         TIMEOUT = "timeout", "Timeout"
         REJECTED = "rejected", "Rejected"
 
-    kernel = models.ForeignKey("leaderboard.Kernel", on_delete=models.CASCADE, related_name="evaluations")
+    kernel = models.ForeignKey("catalogue.Kernel", on_delete=models.CASCADE, related_name="evaluations")
     hardware = models.CharField(max_length=50, db_index=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
     is_current = models.BooleanField(default=True, help_text="The latest evaluation of its kernel on this hardware.")
@@ -131,7 +131,7 @@ class ReEvaluation(models.Model):
 
     evaluation = models.OneToOneField(Evaluation, on_delete=models.CASCADE, related_name="re_evaluation")
     previous = models.ForeignKey(Evaluation, null=True, on_delete=models.SET_NULL, related_name="+")
-    kernel = models.ForeignKey("leaderboard.Kernel", on_delete=models.CASCADE, related_name="re_evaluations")
+    kernel = models.ForeignKey("catalogue.Kernel", on_delete=models.CASCADE, related_name="re_evaluations")
     hardware = models.CharField(max_length=50)
     stack = models.CharField(max_length=300, help_text="The stack it was queued for (torch, CUDA, driver, GPU).")
     previous_stack = models.CharField(max_length=300, blank=True)
@@ -178,7 +178,7 @@ class Baseline(models.Model):
         COMPILE = "compile", "torch.compile (TF32)"
         BF16 = "bf16", "PyTorch BF16"
 
-    problem = models.ForeignKey("leaderboard.Problem", on_delete=models.CASCADE, related_name="baselines")
+    problem = models.ForeignKey("catalogue.Problem", on_delete=models.CASCADE, related_name="baselines")
     hardware = models.CharField(max_length=50)
     torch_version = models.CharField(max_length=64)
     precision = models.CharField(max_length=16, choices=Precision.choices)
@@ -234,7 +234,7 @@ class AuditFlag(models.Model):
         DISMISSED = "dismissed", "Dismissed"
         LEGITIMATE = "legitimate", "Legitimate specialisation"
 
-    kernel = models.ForeignKey("leaderboard.Kernel", on_delete=models.CASCADE, related_name="audit_flags")
+    kernel = models.ForeignKey("catalogue.Kernel", on_delete=models.CASCADE, related_name="audit_flags")
     source = models.CharField(max_length=16, choices=Source.choices)
     source_name = models.CharField(max_length=200, help_text="Rule id or judge name.")
     verdict = models.CharField(max_length=16, choices=Verdict.choices)
@@ -304,7 +304,7 @@ class ComputeBudget(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="compute_budget"
     )
     llm = models.OneToOneField(
-        "leaderboard.LLM", null=True, blank=True, on_delete=models.CASCADE, related_name="compute_budget"
+        "catalogue.LLM", null=True, blank=True, on_delete=models.CASCADE, related_name="compute_budget"
     )
     kernels_per_day = models.PositiveIntegerField(null=True, blank=True, help_text="Kernels uploaded per 24 hours.")
     gpu_seconds_per_day = models.PositiveIntegerField(

@@ -19,7 +19,7 @@ from evaluator.harness.orchestrator.roofline import faster_than_light
 from evaluator.harness.record import Check, Distribution, Record
 from evaluator.models import AuditFlag, DistributionResult, Evaluation, ProfileRequest
 from evaluator.selectors.compile_baseline import stored_compile_baselines
-from evaluator.services.profiles import profile_tool_unavailable
+from evaluator.selectors.profiles import profile_tool_unavailable
 from inspector.rendering import locate_quote, parse_lines, trim_error
 from leaderboard.highlight import highlight_python, unified_diff_html
 from leaderboard.selectors.pages import evaluations_with_verdicts

@@ -7,6 +7,8 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
 
+    replaces = [('leaderboard', '0001_initial')]  # recorded under the app's former label (0006)
+
     initial = True
 
     dependencies = [
@@ -24,6 +26,7 @@ class Migration(migrations.Migration):
                 ('created_at', models.DateTimeField(auto_now_add=True)),
             ],
             options={
+                'db_table': 'leaderboard_llm',
                 'verbose_name': 'LLM',
                 'verbose_name_plural': 'LLMs',
                 'ordering': ['name'],
@@ -49,6 +52,7 @@ class Migration(migrations.Migration):
                 ('created_at', models.DateTimeField(auto_now_add=True)),
             ],
             options={
+                'db_table': 'leaderboard_problem',
                 'ordering': ['problem_set', 'level', 'problem_id', '-created_at'],
                 'indexes': [models.Index(fields=['level', 'problem_id'], name='leaderboard_level_b214a2_idx')],
                 'constraints': [models.UniqueConstraint(fields=('problem_set', 'level', 'problem_id', 'sha256'), name='problem_unique_source'), models.UniqueConstraint(condition=models.Q(('is_latest', True)), fields=('problem_set', 'level', 'problem_id'), name='problem_one_latest'), models.CheckConstraint(condition=models.Q(('level__gte', 1)), name='problem_level_positive'), models.CheckConstraint(condition=models.Q(('active', True), models.Q(('inactive_reason', ''), _negated=True), _connector='OR'), name='problem_inactive_has_reason')],
@@ -71,10 +75,11 @@ class Migration(migrations.Migration):
                 ('kernel_count', models.PositiveIntegerField(default=0)),
                 ('evaluated_count', models.PositiveIntegerField(default=0)),
                 ('correct_count', models.PositiveIntegerField(default=0)),
-                ('llm', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='submissions', to='leaderboard.llm')),
+                ('llm', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='submissions', to='catalogue.llm')),
                 ('uploader', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='submissions', to=settings.AUTH_USER_MODEL)),
             ],
             options={
+                'db_table': 'leaderboard_submission',
                 'ordering': ['-created_at'],
             },
         ),
@@ -86,11 +91,12 @@ class Migration(migrations.Migration):
                 ('source', models.TextField()),
                 ('sha256', models.CharField(db_index=True, max_length=64)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('llm', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='kernels', to='leaderboard.llm')),
-                ('problem', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='kernels', to='leaderboard.problem')),
-                ('submission', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='kernels', to='leaderboard.submission')),
+                ('llm', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='kernels', to='catalogue.llm')),
+                ('problem', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='kernels', to='catalogue.problem')),
+                ('submission', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='kernels', to='catalogue.submission')),
             ],
             options={
+                'db_table': 'leaderboard_kernel',
                 'ordering': ['problem__level', 'problem__problem_id', 'sample'],
             },
         ),

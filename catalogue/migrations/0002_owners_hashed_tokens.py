@@ -13,7 +13,7 @@ def hash_drf_tokens(apps, schema_editor):
     connection = schema_editor.connection
     if "authtoken_token" not in connection.introspection.table_names():
         return
-    ApiToken = apps.get_model("leaderboard", "ApiToken")
+    ApiToken = apps.get_model("catalogue", "ApiToken")
     with connection.cursor() as cursor:
         cursor.execute("SELECT key, user_id FROM authtoken_token")
         rows = cursor.fetchall()
@@ -29,9 +29,11 @@ def create_cache_table(apps, schema_editor):
 
 class Migration(migrations.Migration):
 
+    replaces = [('leaderboard', '0002_owners_hashed_tokens')]  # recorded under the app's former label (0006)
+
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('leaderboard', '0001_initial'),
+        ('catalogue', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -56,6 +58,7 @@ class Migration(migrations.Migration):
                 ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='api_token', to=settings.AUTH_USER_MODEL)),
             ],
             options={
+                'db_table': 'leaderboard_apitoken',
                 'verbose_name': 'API token',
             },
         ),

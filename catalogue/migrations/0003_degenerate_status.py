@@ -14,7 +14,7 @@ KNOWN = {
 
 
 def known_to_data(apps, schema_editor):
-    Problem = apps.get_model("leaderboard", "Problem")
+    Problem = apps.get_model("catalogue", "Problem")
     for (level, problem_id, name), reason in KNOWN.items():
         Problem.objects.filter(level=level, problem_id=problem_id, name=name).update(
             degenerate="confirmed",
@@ -25,8 +25,10 @@ def known_to_data(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
+    replaces = [("leaderboard", "0003_degenerate_status")]  # recorded under the app's former label (0006)
+
     dependencies = [
-        ("leaderboard", "0002_owners_hashed_tokens"),
+        ("catalogue", "0002_owners_hashed_tokens"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

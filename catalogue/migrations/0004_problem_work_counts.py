@@ -5,8 +5,10 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
 
+    replaces = [('leaderboard', '0004_problem_work_counts')]  # recorded under the app's former label (0006)
+
     dependencies = [
-        ('leaderboard', '0003_degenerate_status'),
+        ('catalogue', '0003_degenerate_status'),
     ]
 
     operations = [

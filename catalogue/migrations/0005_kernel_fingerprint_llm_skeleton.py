@@ -8,8 +8,8 @@ def fill(apps, schema_editor):
     from catalogue.fingerprints import source_fingerprint
     from catalogue.names import name_skeleton
 
-    Kernel = apps.get_model("leaderboard", "Kernel")
-    LLM = apps.get_model("leaderboard", "LLM")
+    Kernel = apps.get_model("catalogue", "Kernel")
+    LLM = apps.get_model("catalogue", "LLM")
     for llm in LLM.objects.only("id", "name").iterator():
         LLM.objects.filter(pk=llm.pk).update(name_skeleton=name_skeleton(llm.name)[:200])
     for kernel in Kernel.objects.only("id", "source").iterator(chunk_size=500):
@@ -18,8 +18,10 @@ def fill(apps, schema_editor):
 
 class Migration(migrations.Migration):
 
+    replaces = [('leaderboard', '0005_kernel_fingerprint_llm_skeleton')]  # recorded under the app's former label (0006)
+
     dependencies = [
-        ('leaderboard', '0004_problem_work_counts'),
+        ('catalogue', '0004_problem_work_counts'),
     ]
 
     operations = [

@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('leaderboard', '0001_initial'),
+        ('catalogue', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -40,7 +40,7 @@ class Migration(migrations.Migration):
                 ('memory_ratio', models.FloatField(blank=True, null=True)),
                 ('candidate_ms', models.FloatField(blank=True, null=True)),
                 ('error', models.TextField(blank=True)),
-                ('kernel', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evaluations', to='leaderboard.kernel')),
+                ('kernel', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evaluations', to='catalogue.kernel')),
             ],
             options={
                 'ordering': ['-queued_at'],
@@ -81,7 +81,7 @@ class Migration(migrations.Migration):
                 ('reviewed_at', models.DateTimeField(blank=True, null=True)),
                 ('review_note', models.TextField(blank=True)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('kernel', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='audit_flags', to='leaderboard.kernel')),
+                ('kernel', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='audit_flags', to='catalogue.kernel')),
                 ('reviewed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='reviewed_flags', to=settings.AUTH_USER_MODEL)),
             ],
             options={
@@ -103,7 +103,7 @@ class Migration(migrations.Migration):
                 ('stats', models.JSONField(blank=True, default=dict)),
                 ('peak_memory_bytes', models.BigIntegerField(blank=True, null=True)),
                 ('measured_at', models.DateTimeField(auto_now=True)),
-                ('problem', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='baselines', to='leaderboard.problem')),
+                ('problem', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='baselines', to='catalogue.problem')),
             ],
             options={
                 'ordering': ['problem', 'hardware', 'precision'],

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('evaluator', '0004_profile_request'),
-        ('leaderboard', '0005_kernel_fingerprint_llm_skeleton'),
+        ('catalogue', '0005_kernel_fingerprint_llm_skeleton'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -28,7 +28,7 @@ class Migration(migrations.Migration):
                 ('queued_max', models.PositiveIntegerField(blank=True, help_text='Kernels queued or running at once.', null=True)),
                 ('note', models.CharField(blank=True, max_length=500)),
                 ('updated_at', models.DateTimeField(auto_now=True)),
-                ('llm', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='compute_budget', to='leaderboard.llm')),
+                ('llm', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='compute_budget', to='catalogue.llm')),
                 ('user', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='compute_budget', to=settings.AUTH_USER_MODEL)),
             ],
             options={

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('evaluator', '0005_compute_budget'),
-        ('leaderboard', '0005_kernel_fingerprint_llm_skeleton'),
+        ('catalogue', '0005_kernel_fingerprint_llm_skeleton'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -49,7 +49,7 @@ class Migration(migrations.Migration):
                 ('estimated_seconds', models.FloatField(default=0, help_text='Charged to RERUN_GPU_SECONDS_PER_DAY.')),
                 ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
                 ('evaluation', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='re_evaluation', to='evaluator.evaluation')),
-                ('kernel', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='re_evaluations', to='leaderboard.kernel')),
+                ('kernel', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='re_evaluations', to='catalogue.kernel')),
                 ('previous', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='evaluator.evaluation')),
             ],
             options={

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from evaluator.models import Evaluation, SeedCommitment
-from evaluator.selectors.seeds import RevealedSeeds, revealed_from
+from evaluator.selectors.seeds import RevealedSeeds, reveal_after, revealed_from
 from evaluator.selectors.stacks import VerdictAtStack, evaluation_stack, kernel_verdict_history
 
 
@@ -27,8 +27,6 @@ class Reproducibility:
 
 
 def verdict_reproducibility(*, kernel_id: int, evaluation: Evaluation | None) -> Reproducibility:
-    from evaluator.services.seeds import reveal_after
-
     history = kernel_verdict_history(kernel_id=kernel_id)
     if evaluation is None:
         return Reproducibility(None, None, False, None, None, "", history)

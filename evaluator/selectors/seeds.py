@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+
+from django.conf import settings
 
 from evaluator.models import Evaluation, SeedCommitment
+
+
+def reveal_after() -> timedelta:
+    """How long a kept master seed stays secret at most (SEEDS_REVEAL_AFTER_DAYS; sooner once superseded)."""
+    return timedelta(days=float(getattr(settings, "SEEDS_REVEAL_AFTER_DAYS", 30)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from catalogue.models import Kernel
+from evaluator import enqueue
 from evaluator.audit.findings import Finding
 from evaluator.audit.isolated import audit_static_isolated
 from evaluator.audit.normalise import (
@@ -38,8 +39,8 @@ from evaluator.audit.normalise import (
 )
 from evaluator.audit.runtime_signals import runtime_findings
 from evaluator.models import AuditFlag, Evaluation
+from evaluator.results_version import results_changed
 from evaluator.selectors.audit import harness_facts, judge_eligible
-from evaluator.services.results import results_changed
 
 log = logging.getLogger(__name__)
 
@@ -235,7 +236,7 @@ def judges_enqueue(*, kernel_id: int, judge_name: str | None = None, evaluation_
                    force: bool = False) -> list[str]:  # fmt: skip
     """Queue judge tasks (after commit) for one kernel; returns the judge names queued ([] without judges)."""
     from evaluator.audit.config import configured_judges
-    from evaluator.tasks.audit import judge_kernel as judge_kernel_task
+    judge_kernel_task = enqueue.task(enqueue.JUDGE_KERNEL)
 
     names = [j.name for j in configured_judges() if judge_name in (None, j.name)]
     for name in names:

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from catalogue.models import Problem
 from evaluator.models import Evaluation
-from evaluator.services.results import results_changed
+from evaluator.results_version import results_changed
 
 EVIDENCE_IDS_KEPT = 100
 D = Problem.Degenerate

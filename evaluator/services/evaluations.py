@@ -21,6 +21,8 @@ from django.utils import timezone
 
 from catalogue.models import Kernel
 from catalogue.services import submission_count_finished, submission_start
+from evaluator import enqueue
+from evaluator.hardware import device_for
 from evaluator.harness.record import Record
 from evaluator.host import with_driver
 from evaluator.models import Baseline, DistributionResult, Evaluation
@@ -44,11 +46,6 @@ RESULT_STATUSES = set(Evaluation.ResultStatus.values)
 def queue_for(hardware: str) -> str:
     """Each hardware label has its own queue, so a GPU worker only takes work meant for its GPU."""
     return f"eval-{hardware}"
-
-
-def device_for(hardware: str) -> str:
-    """The torch device the harness uses for a hardware label: "cpu" labels run on CPU, all others on CUDA."""
-    return "cpu" if hardware.split("-")[0] == "cpu" else "cuda"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +93,7 @@ class EnqueueOutcome:
 
 def _send(jobs: list[tuple[int, str, str]]) -> list[int]:
     """Publish evaluate_kernel messages; stamp the rows that reached the broker; return the ids that did not."""
-    from evaluator.tasks.evaluation import evaluate_kernel as evaluate_kernel_task
-
+    evaluate_kernel_task = enqueue.task(enqueue.EVALUATE_KERNEL)
     limits = time_limits()
     sent: list[int] = []
     unsent: list[int] = []
@@ -121,7 +117,7 @@ def _send(jobs: list[tuple[int, str, str]]) -> list[int]:
 
 def kernels_audit_enqueue(*, kernel_ids: list[int]) -> None:
     """Run the static audit of freshly uploaded kernels on the default queue, after the upload commits."""
-    from evaluator.tasks.audit import audit_kernels_static
+    audit_kernels_static = enqueue.task(enqueue.AUDIT_KERNELS_STATIC)
 
     def send() -> None:
         try:

@@ -17,8 +17,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from evaluator import enqueue
 from evaluator.models import Evaluation, ProfileRequest
-from evaluator.services.evaluations import device_for, harness_arguments, queue_for
+from evaluator.selectors.profiles import profile_tool_unavailable
+from evaluator.services.evaluations import harness_arguments, queue_for
 
 log = logging.getLogger(__name__)
 ARTEFACTS = ("candidate-trace.json", "baseline-trace.json")
@@ -30,15 +32,6 @@ def profile_root() -> Path:
 
 def profile_folder(request: ProfileRequest) -> Path:
     return profile_root() / str(request.pk)
-
-
-def profile_tool_unavailable(evaluation: Evaluation, tool: str = "torch") -> str:
-    """Why the tool cannot profile this evaluation, or "" when it can (the inspector's button says so)."""
-    if tool != ProfileRequest.Tool.TORCH:
-        return "Nsight Compute is not wired yet (README: profiles on request)"
-    if not device_for(evaluation.hardware).startswith("cuda"):
-        return f"torch.profiler device traces need a CUDA worker; {evaluation.hardware} evaluations run on the CPU"
-    return ""
 
 
 def profile_request_create(*, evaluation: Evaluation, user: Any, tool: str = "torch") -> ProfileRequest:
@@ -53,7 +46,7 @@ def profile_request_create(*, evaluation: Evaluation, user: Any, tool: str = "to
         finished_at=timezone.now() if reason else None,
     )
     if not reason:
-        from evaluator.tasks.profile import profile_evaluation
+        profile_evaluation = enqueue.task(enqueue.PROFILE_EVALUATION)
 
         def send() -> None:
             try:

@@ -9,21 +9,17 @@ record is stored, `seeds_commit` keeps it in its own row (SeedCommitment) once t
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
 from evaluator.harness import seeds
 from evaluator.models import Evaluation, SeedCommitment
+from evaluator.selectors.seeds import reveal_after
 
 log = logging.getLogger(__name__)
-
-
-def reveal_after() -> timedelta:
-    return timedelta(days=float(getattr(settings, "SEEDS_REVEAL_AFTER_DAYS", 30)))
 
 
 def seeds_take(record: dict[str, Any]) -> tuple[dict[str, Any], str | None]:

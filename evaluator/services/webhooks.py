@@ -27,6 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from catalogue.models import Submission
+from evaluator import enqueue
 from evaluator.models import Evaluation, Webhook
 
 log = logging.getLogger(__name__)
@@ -94,10 +95,8 @@ def submission_finished_notify(*, submission_id: int) -> None:
         return
 
     def send() -> None:
-        from evaluator.tasks.reproducibility import deliver_webhook
-
         try:
-            deliver_webhook.apply_async(args=[submission_id])
+            enqueue.task(enqueue.DELIVER_WEBHOOK).apply_async(args=[submission_id])
         except Exception as exc:  # the broker is down: the verdicts are stored; the call is lost, and logged
             log.warning("webhook for submission %s not sent: broker unreachable (%s)", submission_id, exc)
 

@@ -13,7 +13,7 @@ from django.db import connection
 
 from catalogue.models import Problem, Submission
 from evaluator.models import AuditFlag, Baseline, Evaluation
-from evaluator.services.results import results_changed, results_version
+from evaluator.results_version import results_changed, results_version
 
 # Part of every key: bump it when the cached objects change shape (LeaderboardData gained problem_counts and
 # failures), so a shared cache never hands a new process an old pickle.

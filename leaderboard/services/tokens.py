@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from catalogue.models import ApiToken
+from leaderboard.selectors.tokens import token_digest
 
 PREFIX_LENGTH = 8
-
-
-def token_digest(key: str) -> str:
-    """What is stored for a key. Keys are 160 random bits, so a plain SHA-256 (no salt, no stretching) is enough."""
-    return hashlib.sha256(key.encode()).hexdigest()
 
 
 @transaction.atomic

@@ -63,7 +63,7 @@ def test_staff_clear_from_the_problem_page_and_non_staff_refused(client, admin_c
 
 
 def test_admin_action_confirms(admin_client, suspected):
-    url = reverse("admin:leaderboard_problem_changelist")
+    url = reverse("admin:catalogue_problem_changelist")
     admin_client.post(url, {"action": "confirm_degenerate", "_selected_action": [suspected.pk]})
     suspected.refresh_from_db()
     assert suspected.degenerate == D.CONFIRMED and not suspected.active and suspected.degenerate_reviewed_at

@@ -261,11 +261,11 @@ def test_staff_transfer_in_the_admin_and_see_tokens_only_by_prefix(client, user,
     key = api_token_create(user=bob)
     llm = llm_get_or_create(name="Handed over", owner=user)
     client.force_login(staff)
-    page = client.get("/admin/leaderboard/apitoken/").content.decode()
+    page = client.get("/admin/catalogue/apitoken/").content.decode()
     assert key[:8] in page and key not in page
-    assert client.get("/admin/leaderboard/llm/").status_code == 200
+    assert client.get("/admin/catalogue/llm/").status_code == 200
     response = client.post(
-        f"/admin/leaderboard/llm/{llm.pk}/change/", {"name": llm.name, "owner": bob.pk, "organisation": "", "notes": ""}
+        f"/admin/catalogue/llm/{llm.pk}/change/", {"name": llm.name, "owner": bob.pk, "organisation": "", "notes": ""}
     )
     assert response.status_code == 302
     llm.refresh_from_db()

@@ -113,7 +113,7 @@ def test_admin_actions_rerun_evaluations_and_submissions(demo_problems, client, 
     )
     assert response.status_code == 200 and "Queued 1 re-runs" in response.content.decode()
     response = client.post(
-        "/admin/leaderboard/submission/",
+        "/admin/catalogue/submission/",
         {"action": "rerun_submissions", "_selected_action": [submission.pk]},
         follow=True,
     )

@@ -4,6 +4,8 @@ never needs to know who caches what."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.core.cache import cache
 
 # The key's name predates this module; keeping it keeps shared caches consistent across a deployment's upgrade.
@@ -20,4 +22,4 @@ def results_changed() -> None:
 
 def results_version() -> int:
     """The current results version (0 before the first change)."""
-    return cache.get_or_set(RESULTS_VERSION_KEY, 0, None)
+    return cast(int, cache.get_or_set(RESULTS_VERSION_KEY, 0, None))
