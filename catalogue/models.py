@@ -143,6 +143,10 @@ class Submission(models.Model):
     evaluated_count = models.PositiveIntegerField(default=0)
     correct_count = models.PositiveIntegerField(default=0)
 
+    # Not columns: set by leaderboard.services.submissions.submission_create on the instance it returns.
+    duplicate: bool  # the same kernels were uploaded before: this is that earlier submission, nothing stored
+    evaluation_pending: bool  # the broker was unreachable: the reaper sends the evaluation messages later
+
     class Meta:
         ordering = ["-created_at"]
         constraints = [

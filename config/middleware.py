@@ -86,7 +86,9 @@ def _spool_unsized_body(request: HttpRequest, limit: int) -> bool:
         return False
     if total:
         spool.seek(0)
-        request._stream = LimitedStream(spool, total)  # Django's own wrapper for a body of known length
+        # Django's own wrapper for a body of known length (the stubs want a BytesIO in it and a BinaryIO out; both
+        # are binary files, as the spool is)
+        request._stream = LimitedStream(spool, total)  # type: ignore[arg-type,assignment]
         request.META["CONTENT_LENGTH"] = str(total)
     return True
 

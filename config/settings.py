@@ -22,12 +22,18 @@ from config.env import KEYLESS_COMMANDS, envbool, envint, keyless_command, priva
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
+def type_checker(argv: list[str]) -> bool:
+    """mypy (`mypy`, `dmypy`, `python -m mypy`): the django-stubs plugin reads these settings and serves nothing."""
+    program = Path(argv[0]) if argv else Path()
+    return program.name in {"mypy", "dmypy"} or (program.name == "__main__.py" and program.parent.name == "mypy")
+
+
 DEBUG = envbool("DJANGO_DEBUG", "False")
 SECRET_KEY = os.getenv("SECRET_KEY", "")
 if not SECRET_KEY:
     if DEBUG:
         SECRET_KEY = "insecure-development-key-only-for-debug"  # noqa: S105 - only ever used with DEBUG on
-    elif keyless_command(sys.argv):
+    elif keyless_command(sys.argv) or type_checker(sys.argv):
         SECRET_KEY = secrets.token_urlsafe(50)  # this process only: nothing it could sign is kept
     else:
         raise ImproperlyConfigured(

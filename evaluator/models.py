@@ -57,6 +57,9 @@ class Evaluation(models.Model):
     # the harness's own total (phases) less its wait for the GPU lock, else the attempt's wall time.
     harness_seconds = models.FloatField(null=True, blank=True)
 
+    # Not a column: set by inspector.selectors for the one-line verdict ("Incorrect: D4 (x-1) failed").
+    failed_distribution_names: list[str]
+
     class Meta:
         ordering = ["-queued_at"]
         constraints = [

@@ -28,7 +28,7 @@ def profile_request_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
-def profile_download_view(request: HttpRequest, pk: int, name: str) -> HttpResponse:
+def profile_download_view(request: HttpRequest, pk: int, name: str) -> FileResponse:
     _require_staff(request)
     profile = get_object_or_404(ProfileRequest, pk=pk)
     path = profile_artefact(profile, name)

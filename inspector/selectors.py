@@ -8,7 +8,7 @@ page, because records from older harness versions stay in the database.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db.models import OuterRef, Subquery
@@ -23,6 +23,7 @@ from evaluator.selectors.profiles import profile_tool_unavailable
 from inspector.rendering import locate_quote, parse_lines, trim_error
 from leaderboard.highlight import highlight_python, unified_diff_html
 from leaderboard.selectors.pages import evaluations_with_verdicts
+from leaderboard.selectors.ranking_compute import EligibleEvaluation
 
 
 @dataclass
@@ -64,8 +65,8 @@ class FoldedKernel:
 @dataclass
 class KernelInspection:
     kernel: Kernel
-    evaluation: Evaluation | None
-    evaluations: list[Evaluation]  # every evaluation of this kernel, current ones first
+    evaluation: EligibleEvaluation | None
+    evaluations: list[EligibleEvaluation]  # every evaluation of this kernel, current ones first
     result: Record
     distributions: list[DistributionResult | Distribution]
     checks: list[Check]
@@ -103,7 +104,10 @@ class KernelInspection:
         return any(f.flag.review_state == AuditFlag.Review.CONFIRMED for f in self.flags)
 
 
-def _pick_evaluation(evaluations: list[Evaluation], evaluation_id: int | None) -> Evaluation | None:
+AnyEvaluation = TypeVar("AnyEvaluation", bound=Evaluation)  # with or without the eligibility annotation
+
+
+def _pick_evaluation(evaluations: list[AnyEvaluation], evaluation_id: int | None) -> AnyEvaluation | None:
     if evaluation_id is not None:
         for e in evaluations:
             if e.pk == evaluation_id:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.conf import settings
@@ -33,17 +33,19 @@ class SubmitForm(forms.Form):
     def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if user is not None:  # offer only the LLMs this user may upload under (the service checks again)
-            self.fields["llm"].queryset = llm_list_uploadable(user=user)
+            cast(forms.ModelChoiceField, self.fields["llm"]).queryset = llm_list_uploadable(user=user)
         sets = problem_sets()
         default = problem_set_default()
         if default not in sets:
             sets.insert(0, default)
-        self.fields["problem_set"].choices = [(s, s) for s in sorted(sets, key=lambda s: (s != default, s))]
+        cast(forms.ChoiceField, self.fields["problem_set"]).choices = [
+            (s, s) for s in sorted(sets, key=lambda s: (s != default, s))
+        ]
         self.fields["problem_set"].initial = default
         self.fields["hardware"].initial = settings.EVALUATOR_DEFAULT_HARDWARE
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = super().clean() or self.cleaned_data  # Form.clean returns cleaned_data
         llm, new_llm = cleaned.get("llm"), (cleaned.get("new_llm") or "").strip()
         if llm and new_llm:
             self.add_error("new_llm", "Pick an existing LLM or name a new one, not both.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 from collections.abc import Callable, Iterable
+from typing import cast
 
 from django.core.cache import cache
 from django.utils.safestring import SafeString, mark_safe
@@ -19,7 +20,7 @@ def _memoised_html(kind: str, parts: tuple, render: Callable[[], str]) -> SafeSt
     """Highlighting costs tens of ms per page and sources never change (they are identified by content), so the
     HTML is cached by a digest of everything that shapes it."""
     digest = hashlib.sha256(repr(parts).encode()).hexdigest()
-    html = cache.get_or_set(f"inspector:{kind}:{digest}", render, HIGHLIGHT_CACHE_SECONDS)
+    html = cast(str, cache.get_or_set(f"inspector:{kind}:{digest}", render, HIGHLIGHT_CACHE_SECONDS))
     return mark_safe(html)  # noqa: S308 - Pygments escapes the source; nothing else goes in
 
 

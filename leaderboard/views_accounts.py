@@ -6,6 +6,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
@@ -19,7 +20,7 @@ def signup(request: HttpRequest) -> HttpResponse:
     """Username and password; then straight to the account page, where the API token is made."""
     if request.user.is_authenticated:
         return redirect("leaderboard:account")
-    form = UserCreationForm(request.POST or None)
+    form: UserCreationForm[User] = UserCreationForm(request.POST or None)
     if request.method == "POST" and form.is_valid() and not signup_allowed(request):
         # Counted per address in the shared throttle cache (SIGNUP_THROTTLE): no burst of throwaway accounts.
         form.add_error(None, "Too many accounts made from this address: try again in an hour.")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.middleware import HtmxDetails
 
 from catalogue.models import Submission
 from leaderboard.api.throttles import upload_allowed
@@ -20,6 +22,14 @@ from leaderboard.services.submissions import UPLOAD_FIELDS, submission_create_fr
 from leaderboard.services.tokens import api_token_create
 
 POLL_SECONDS = 2
+
+
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails  # set by django_htmx's middleware (settings MIDDLEWARE)
+
+
+class AuthenticatedHttpRequest(HttpRequest):
+    user: User  # behind login_required
 
 
 @login_required
@@ -55,7 +65,7 @@ def submit(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def submission_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """A submission's page. htmx requests get only the progress fragment, re-polled every 2 s until finished."""
     submission = get_object_or_404(submission_list(), pk=pk)
     context = {
@@ -78,7 +88,7 @@ def submission_csv(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def account(request: HttpRequest) -> HttpResponse:
+def account(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Shows which API token the user has (its prefix); POST makes a new one, replacing any earlier one. The key is in
     that one answer only (not in a redirect, a message or the session): only its hash is stored."""
     new_key = api_token_create(user=request.user) if request.method == "POST" else None

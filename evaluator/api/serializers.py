@@ -159,10 +159,12 @@ class HackFlagsImportSerializer(serializers.Serializer):
     llm = serializers.CharField(max_length=200)
     submission = serializers.IntegerField(required=False, allow_null=True, default=None)
     judge = serializers.CharField(max_length=150, required=False, default="api")
-    data = serializers.JSONField(help_text="A hack_flags.json document: list, {flags: [...]}, or key -> record.")
+    data = serializers.JSONField(  # type: ignore[assignment]  # named like Serializer.data (DRF moves fields out)
+        help_text="A hack_flags.json document: list, {flags: [...]}, or key -> record."
+    )
 
 
 class ImportReportSerializer(serializers.Serializer):
     created = serializers.ListField(child=serializers.IntegerField())
     skipped = serializers.ListField(child=serializers.CharField())
-    errors = serializers.ListField(child=serializers.CharField())
+    errors = serializers.ListField(child=serializers.CharField())  # type: ignore[assignment]  # like Serializer.errors

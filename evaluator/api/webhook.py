@@ -6,6 +6,9 @@ uses to check X-KBV-Signature (sha256=HMAC-SHA256 of the body).
 
 from __future__ import annotations
 
+from typing import cast
+
+from django.contrib.auth.models import User
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
@@ -40,7 +43,7 @@ class WebhookApi(APIView):
 
     @extend_schema(summary="Your webhook", responses={200: WebhookSerializer})
     def get(self, request: Request) -> Response:
-        hook = Webhook.objects.filter(user=request.user).first()
+        hook = Webhook.objects.filter(user=cast(User, request.user)).first()  # IsAuthenticated: never anonymous
         if hook is None:
             return Response({"detail": "no webhook set"}, status=status.HTTP_404_NOT_FOUND)
         return Response(WebhookSerializer(hook).data)

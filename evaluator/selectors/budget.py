@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db.models import Q, Sum
@@ -127,10 +127,13 @@ def _budget(*, subject: str, owner: Q, kernels: Q, override: ComputeBudget | Non
     kernel_excess = len(uploads) + max(extra, 1) - limits["kernels_per_day"]
     kernel_reset = _frees_at([(t, 1.0) for t in uploads], kernel_excess) if kernel_excess > 0 else None
 
-    charged = list(
-        Evaluation.objects.filter(owner, UPLOADERS_OWN, finished_at__gte=since, harness_seconds__gt=0)
-        .order_by("finished_at")
-        .values_list("finished_at", "harness_seconds")
+    charged = cast(  # both columns are set: the filter compares them
+        "list[tuple[datetime, float]]",
+        list(
+            Evaluation.objects.filter(owner, UPLOADERS_OWN, finished_at__gte=since, harness_seconds__gt=0)
+            .order_by("finished_at")
+            .values_list("finished_at", "harness_seconds")
+        ),
     )
     seconds = sum(s for _, s in charged)
     gpu_excess = seconds - limits["gpu_seconds_per_day"]

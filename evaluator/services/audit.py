@@ -16,6 +16,7 @@ Pure shaping (flag fields from findings and judge answers, imported records) is 
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -88,7 +89,7 @@ def kernel_audit_static(*, kernel_id: int) -> list[AuditFlag]:
         kernel = Kernel.objects.select_for_update().get(pk=kernel_id)
         flags = _replace_flags(
             kernel=kernel,
-            source=AuditFlag.Source.RULE,  # type: ignore[arg-type]  # TextChoices (no django-stubs)
+            source=AuditFlag.Source.RULE,
             findings=findings,
             raw_extra={"kernel_sha256": kernel.sha256},
         )
@@ -151,7 +152,7 @@ def kernel_audit_runtime(*, evaluation_id: int, enqueue_judges: bool = True) -> 
     findings = runtime_findings(record, speedup=evaluation.speedup)
     flags = _replace_flags(
         kernel=evaluation.kernel,
-        source=AuditFlag.Source.RUNTIME,  # type: ignore[arg-type]  # TextChoices (no django-stubs)
+        source=AuditFlag.Source.RUNTIME,
         findings=findings,
         scope=Q(raw__hardware=evaluation.hardware),
         raw_extra={"evaluation_id": evaluation.pk, "hardware": evaluation.hardware},
@@ -241,9 +242,9 @@ def judges_enqueue(*, kernel_id: int, judge_name: str | None = None, evaluation_
     names = [j.name for j in configured_judges() if judge_name in (None, j.name)]
     for name in names:
         transaction.on_commit(
-            lambda name=name: judge_kernel_task.delay(
-                kernel_id, judge_name=name, evaluation_id=evaluation_id, force=force
-            )  # fmt: skip
+            functools.partial(
+                judge_kernel_task.delay, kernel_id, judge_name=name, evaluation_id=evaluation_id, force=force
+            )
         )
     return names
 
@@ -282,7 +283,7 @@ def kernel_judge(*, kernel_id: int, judge_name: str, evaluation_id: int | None =
                 severity=AuditFlag.Severity.INFO, rationale=f"audit_error: {outcome.error}", raw=raw,
             )  # fmt: skip
             return flag
-        flag = _judge_flag(kernel=kernel, source=AuditFlag.Source.JUDGE, source_name=judge_name,  # type: ignore[arg-type]
+        flag = _judge_flag(kernel=kernel, source=AuditFlag.Source.JUDGE, source_name=judge_name,
                            answer=outcome.answer, raw=raw)  # fmt: skip
         kernel_flags_corroborate(kernel_id=kernel.pk)
     flag.refresh_from_db()
@@ -313,7 +314,7 @@ def judge_result_import(*, kernel_id: int, source_name: str, record: dict, origi
     existing.exclude(review_state__in=REVIEWED).delete()
     raw = {"status": "ok", "record": record, "dropped_evidence": dropped, "origin": origin,
            "kernel_sha256": kernel.sha256}  # fmt: skip
-    flag = _judge_flag(kernel=kernel, source=AuditFlag.Source.IMPORT, source_name=source_name, answer=answer, raw=raw)  # type: ignore[arg-type]  # TextChoices (no django-stubs)
+    flag = _judge_flag(kernel=kernel, source=AuditFlag.Source.IMPORT, source_name=source_name, answer=answer, raw=raw)
     kernel_flags_corroborate(kernel_id=kernel.pk)
     flag.refresh_from_db()
     return flag

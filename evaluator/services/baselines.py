@@ -21,7 +21,7 @@ from catalogue.models import Problem
 from evaluator.models import Baseline
 from evaluator.values import finite_number
 
-PRECISIONS = {p.value for p in Baseline.Precision}  # type: ignore[attr-defined]  # TextChoices: mypy without django-stubs sees a tuple
+PRECISIONS = {p.value for p in Baseline.Precision}
 
 
 def baseline_fields(stats: Any, *, peak: Any = None, extra: dict[str, Any] | None = None) -> dict[str, Any] | None:

@@ -182,7 +182,7 @@ def harness_arguments(evaluation: Evaluation) -> dict[str, Any]:
 def timeout_record(*, seconds: int) -> dict[str, Any]:
     """The result record for an evaluation stopped by Celery's soft time limit (the harness should stop first)."""
     return Record(
-        status=Evaluation.ResultStatus.TIMEOUT.value,  # type: ignore[attr-defined]  # TextChoices: mypy without django-stubs sees a tuple
+        status=Evaluation.ResultStatus.TIMEOUT.value,
         correct=False,
         standard_correct=False,
         error=f"evaluation exceeded the worker's soft time limit ({seconds} s)",

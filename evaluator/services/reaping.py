@@ -101,12 +101,19 @@ def evaluations_reap(
         queued_stale=queued_stale if queued_stale is not None else _seconds("EVALUATOR_QUEUED_STALE", 1800),
         skip=set(requeued),
     )
-    broker, lost = _resend_lost(now=now, after=_seconds("EVALUATOR_LOST_QUEUE_AFTER", 120), skip={*requeued, *resent})
+    broker, lost_queued = _resend_lost(
+        now=now, after=_seconds("EVALUATOR_LOST_QUEUE_AFTER", 120), skip={*requeued, *resent}
+    )
     from evaluator.orphans import orphans_remove
 
     orphans = orphans_remove(Path(settings.EVALUATOR_WORK_DIR))
     return ReapResult(
-        requeued=requeued, failed=failed, resent=[*resent, *lost], orphans=orphans, broker=broker, lost=lost
+        requeued=requeued,
+        failed=failed,
+        resent=[*resent, *lost_queued],
+        orphans=orphans,
+        broker=broker,
+        lost=lost_queued,
     )
 
 

@@ -148,7 +148,11 @@ def webhook_deliver(*, submission_id: int, attempt: int = 1) -> int:
     """POST the signed call for `submission_id` to its uploader's webhook; returns the HTTP status. Raises
     WebhookFailed (retried by the task) unless the answer is 2xx; does nothing without an active webhook."""
     submission = Submission.objects.select_related("llm").filter(pk=submission_id).first()
-    hook = Webhook.objects.filter(user_id=submission.uploader_id, active=True).first() if submission else None
+    hook = (
+        Webhook.objects.filter(user_id=submission.uploader_id, active=True).first()
+        if submission and submission.uploader_id is not None
+        else None
+    )
     if submission is None or hook is None:
         return 0
     body = json.dumps(webhook_payload(submission=submission), sort_keys=True).encode()

@@ -3,6 +3,7 @@ valid Unicode), so a hostile body is a 400 "JSON parse error", never a Recursion
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -13,7 +14,7 @@ from leaderboard.untrusted import json_loads
 
 
 class UntrustedJSONParser(JSONParser):
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict | None = None) -> Any:
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
             return json_loads(stream.read().decode(encoding), strict_unicode=True)

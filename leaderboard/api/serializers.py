@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -16,10 +16,10 @@ from leaderboard.selectors.submissions import submission_progress
 
 
 class LLMSerializer(serializers.ModelSerializer):
-    owner = serializers.SlugRelatedField(
+    owner: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
         slug_field="username", read_only=True, help_text="Who may upload under it (with the group and staff)."
     )
-    owner_group = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    owner_group: serializers.SlugRelatedField[Group] = serializers.SlugRelatedField(slug_field="name", read_only=True)
 
     class Meta:
         model = LLM
@@ -151,7 +151,10 @@ class BundleRejectedSerializer(serializers.Serializer):
 
     detail = serializers.CharField()
     report = BundleReportItemSerializer(many=True)
-    errors = serializers.DictField(required=False, help_text="Per-field errors, when a form field was invalid.")
+    # A field named like Serializer.errors (DRF's metaclass moves declared fields out of the class body)
+    errors = serializers.DictField(  # type: ignore[assignment]
+        required=False, help_text="Per-field errors, when a form field was invalid."
+    )
 
 
 class BudgetRefusedSerializer(BundleRejectedSerializer):
@@ -164,7 +167,7 @@ class BudgetRefusedSerializer(BundleRejectedSerializer):
 
 class BudgetLimitSerializer(serializers.Serializer):
     name = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.label (moved out by DRF)
     limit = serializers.IntegerField()
     used = serializers.FloatField()
     remaining = serializers.FloatField()

@@ -3,6 +3,7 @@ limit holds across web processes. Uploads (scope "submissions") count API and we
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.cache import BaseCache, caches
@@ -19,8 +20,13 @@ class SharedCacheMixin:
     def cache(self) -> BaseCache:
         return caches["throttle"]
 
+    @cache.setter
+    def cache(self, value: BaseCache) -> None:
+        raise AttributeError("a throttle's cache is settings CACHES['throttle']")
+
     def get_rate(self) -> str | None:
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+        rates: Mapping[str, Any] = api_settings.DEFAULT_THROTTLE_RATES  # "100/hour" strings (the stubs say numbers)
+        return rates.get(self.scope) if self.scope is not None else None
 
 
 class AnonRateThrottle(SharedCacheMixin, throttling.AnonRateThrottle):
@@ -37,6 +43,9 @@ class SubmissionRateThrottle(SharedCacheMixin, throttling.UserRateThrottle):
     scope = "submissions"
 
 
+NO_VIEW: Any = None  # a throttle asked outside a view: SimpleRateThrottle.allow_request never reads the view
+
+
 def client_ip(request: Any) -> str:
     """The client's address as the throttles see it (REMOTE_ADDR, or X-Forwarded-For through NUM_PROXIES trusted
     proxies); the login lockout uses it too (settings AXES_CLIENT_IP_CALLABLE)."""
@@ -46,7 +55,7 @@ def client_ip(request: Any) -> str:
 def upload_allowed(request: Any) -> bool:
     """For the web upload form: records one upload attempt and says whether it is within the "submissions" rate,
     the same count the API's uploads use (a Django request has what the throttle reads: user and META)."""
-    return SubmissionRateThrottle().allow_request(request, None)
+    return SubmissionRateThrottle().allow_request(request, NO_VIEW)
 
 
 class SignupRateThrottle(SharedCacheMixin, throttling.AnonRateThrottle):
@@ -57,7 +66,7 @@ class SignupRateThrottle(SharedCacheMixin, throttling.AnonRateThrottle):
 
 def signup_allowed(request: Any) -> bool:
     """For the sign-up page: records one account creation from this address and says whether it is within the rate."""
-    return SignupRateThrottle().allow_request(request, None)
+    return SignupRateThrottle().allow_request(request, NO_VIEW)
 
 
 def login_failure_limit(request: Any, credentials: dict[str, Any] | None) -> int:

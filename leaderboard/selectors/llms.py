@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Q, QuerySet
 
 from catalogue.models import LLM
 from catalogue.names import name_skeleton
 
 
-def llm_can_upload(*, llm: LLM, user: AbstractBaseUser | AnonymousUser) -> bool:
+def llm_can_upload(*, llm: LLM, user: User | AnonymousUser) -> bool:
     """Staff may upload under any LLM; others under the LLMs they own or whose owner group they belong to.
 
     An LLM with no owner and no group (the demo, imported ones, or one whose owner was deleted) is staff-only:
@@ -24,7 +24,7 @@ def llm_can_upload(*, llm: LLM, user: AbstractBaseUser | AnonymousUser) -> bool:
     return llm.owner_group_id is not None and user.groups.filter(pk=llm.owner_group_id).exists()
 
 
-def llm_list_uploadable(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[LLM]:
+def llm_list_uploadable(*, user: User | AnonymousUser) -> QuerySet[LLM]:
     """The LLMs `user` may upload under (llm_can_upload as a query)."""
     if not user.is_authenticated or not user.is_active:
         return LLM.objects.none()

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404
 from catalogue.models import LLM, Problem, Submission
 from evaluator.models import AuditFlag, Baseline, Evaluation
 from leaderboard.selectors.ranking import with_eligibility
+from leaderboard.selectors.ranking_compute import EligibleEvaluation
 
 OPEN_REVIEW_STATES = (AuditFlag.Review.SUSPECTED, AuditFlag.Review.CORROBORATED)
 # An information- or low-level rule fires on nearly every kernel (all the demo kernels): only a suspicion or a hack
@@ -21,7 +22,7 @@ BADGE_VERDICTS = (AuditFlag.Verdict.SUSPICIOUS, AuditFlag.Verdict.HACK)
 KERNELS_PER_PAGE = 100
 
 
-def evaluations_with_verdicts() -> QuerySet[Evaluation]:
+def evaluations_with_verdicts() -> QuerySet[EligibleEvaluation]:
     """Evaluations annotated with `is_confirmed_hack`, `eligible` (the one rule) and `has_open_flag` (an unreviewed
     suspicion or hack of medium severity or above)."""
     open_flag = Exists(
@@ -39,7 +40,7 @@ def evaluations_with_verdicts() -> QuerySet[Evaluation]:
     )
 
 
-def _ranked(evaluations: list[Evaluation]) -> list[Evaluation]:
+def _ranked(evaluations: list[EligibleEvaluation]) -> list[EligibleEvaluation]:
     """Eligible kernels first, fastest first; then everything else (confirmed hacks, incorrect, errors)."""
     return sorted(
         evaluations,
@@ -52,7 +53,7 @@ class ProblemPage:
     problem: Problem
     other_versions: list[Problem]
     baselines: list[Baseline]
-    evaluations: list[Evaluation]  # current, finished or not, ranked
+    evaluations: list[EligibleEvaluation]  # current, finished or not, ranked
     hardware: list[str]
 
 
@@ -171,8 +172,8 @@ class CompareRow:
     problem_id: int
     name: str
     problem_pk: int
-    a: Evaluation | None  # each LLM's best current evaluation of the problem (ranked first), or None
-    b: Evaluation | None
+    a: EligibleEvaluation | None  # each LLM's best current evaluation of the problem (ranked first), or None
+    b: EligibleEvaluation | None
 
     @property
     def indistinct(self) -> bool:
@@ -182,7 +183,7 @@ class CompareRow:
             return False
         a_lo, a_hi = self.a.speedup_ci_low, self.a.speedup_ci_high
         b_lo, b_hi = self.b.speedup_ci_low, self.b.speedup_ci_high
-        if None in (a_lo, a_hi, b_lo, b_hi):
+        if a_lo is None or a_hi is None or b_lo is None or b_hi is None:
             return False  # no interval (imported figures): the point values decide
         return a_lo <= b_hi and b_lo <= a_hi
 
@@ -219,7 +220,7 @@ def compare_page(*, a_pk: int | None, b_pk: int | None, hardware: str, problem_s
     evaluations = evaluations_with_verdicts().filter(
         kernel__llm__in=[a, b], is_current=True, hardware=hardware, kernel__problem__problem_set=problem_set
     )
-    best: dict[tuple[int, int], dict[int, Evaluation]] = {}
+    best: dict[tuple[int, int], dict[int, EligibleEvaluation]] = {}
     names: dict[tuple[int, int], tuple[str, int]] = {}
     for ev in _ranked(list(evaluations)):
         problem = ev.kernel.problem

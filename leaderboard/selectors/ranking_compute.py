@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias, TypedDict
 
 from django.db.models import BooleanField, Case, Exists, OuterRef, QuerySet, Value, When
 from django.db.models.functions import Coalesce, NullIf
@@ -33,6 +33,19 @@ from leaderboard.selectors.ranking_shapes import (
     pct,
     sort_rows,
 )
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class Eligibility(TypedDict):
+    """The columns with_eligibility adds to an evaluation."""
+
+    is_confirmed_hack: bool
+    eligible: bool
+
+
+EligibleEvaluation: TypeAlias = "WithAnnotations[Evaluation, Eligibility]"  # a row of with_eligibility
 
 
 class Sample(NamedTuple):
@@ -60,7 +73,7 @@ class Sample(NamedTuple):
     runs: int = 1
 
 
-def with_eligibility(qs: QuerySet[Evaluation]) -> QuerySet[Evaluation]:
+def with_eligibility(qs: QuerySet[Evaluation]) -> QuerySet[EligibleEvaluation]:
     """Annotate `is_confirmed_hack` and `eligible` (the one rule of selectors.eligibility, as a column) so a page can
     list every evaluation and still say which ones count."""
     return qs.annotate(is_confirmed_hack=confirmed_hack_exists()).annotate(
@@ -256,7 +269,7 @@ def _baseline_rows(
     for precision, label in BASELINE_ROWS:
         per_problem: dict[int, tuple[float, float | None, int]] = {}
         for (problem_pk, prec), (median_ms, peak) in latest.items():
-            tf32 = latest.get((problem_pk, Baseline.Precision.TF32))  # type: ignore[arg-type]  # TextChoices: mypy without django-stubs sees a tuple
+            tf32 = latest.get((problem_pk, Baseline.Precision.TF32))
             if prec != precision or tf32 is None:
                 continue
             ratio = tf32[1] / peak if tf32[1] and peak else None
@@ -275,7 +288,7 @@ def _baseline_rows(
                     kind="baseline",
                     name=label,
                     level=level,
-                    baseline=precision,  # type: ignore[arg-type]  # TextChoices: mypy without django-stubs sees a tuple
+                    baseline=precision,
                     attempted=len(values),
                     problems=problems,
                     coverage_pct=pct(len(values), problems),

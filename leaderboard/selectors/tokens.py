@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from catalogue.models import ApiToken
 
@@ -14,12 +14,12 @@ def token_digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def api_token_user(*, key: str) -> AbstractBaseUser | None:
+def api_token_user(*, key: str) -> User | None:
     """The user whose token has this key, or None. Looks the key up by its digest: nothing stored is a key."""
     token = ApiToken.objects.select_related("user").filter(digest=token_digest(key)).first()
     return token.user if token else None
 
 
-def api_token_for(*, user: AbstractBaseUser) -> ApiToken | None:
+def api_token_for(*, user: User) -> ApiToken | None:
     """The user's token (prefix and creation date only: the key is not stored)."""
     return ApiToken.objects.filter(user=user).first()

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.auth.models import Group, User
 from django.db import IntegrityError, transaction
 
 from catalogue.models import LLM
 from catalogue.names import name_skeleton, name_visible
 from leaderboard.selectors.llms import llm_find
 
-LLM_NAME_MAX = LLM._meta.get_field("name").max_length
+LLM_NAME_MAX = int(LLM._meta.get_field("name").max_length or 0)  # a CharField's: always set
 
 
 class LLMOwnershipError(Exception):
@@ -31,9 +31,7 @@ def llm_normalise_name(name: str) -> str:
     return name
 
 
-def llm_get_or_create(
-    *, name: str, organisation: str = "", notes: str = "", owner: AbstractBaseUser | None = None
-) -> LLM:
+def llm_get_or_create(*, name: str, organisation: str = "", notes: str = "", owner: User | None = None) -> LLM:
     """The LLM called `name` (case-insensitive, whitespace-normalised match), created if new with `owner` as owner.
 
     Organisation and notes only fill blanks on an existing row, so an upload never overwrites what an admin set.
@@ -70,7 +68,7 @@ def llm_get_or_create(
     return llm
 
 
-def llm_transfer(*, llm: LLM, owner: AbstractBaseUser | None, owner_group: Group | None = None) -> LLM:
+def llm_transfer(*, llm: LLM, owner: User | None, owner_group: Group | None = None) -> LLM:
     """Give the LLM to another owner and/or group (staff only: the caller checks). Both None: staff-only LLM."""
     llm.owner = owner
     llm.owner_group = owner_group

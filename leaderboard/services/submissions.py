@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django.db.models import Q
 
@@ -73,7 +73,7 @@ def _resolve_problems(bundle: ParsedBundle, problem_set: str) -> dict[tuple[int,
 
 def submission_create(
     *,
-    uploader: AbstractBaseUser | AnonymousUser | None,
+    uploader: User | AnonymousUser | None,
     llm_name: str,
     filename: str,
     data: bytes,
@@ -112,7 +112,7 @@ def submission_create(
     if not Problem.objects.filter(problem_set=problem_set).exists():
         raise BundleError(unknown_problem_set_message(problem_set))
     acting = uploader is not None
-    if acting:  # refuse early, before parsing; checked again below on the locked row
+    if uploader is not None:  # acting: refuse early, before parsing; checked again below on the locked row
         _check_may_upload(uploader=uploader, llm_name=llm_name)
 
     bundle = parse_bundle(filename=filename, data=data, level=level, problem_id=problem_id, sample=sample)
@@ -131,7 +131,7 @@ def submission_create(
             raise BundleError(str(exc), bundle.report_dicts()) from exc
         # One upload at a time per LLM, so two identical uploads cannot both pass the duplicate check.
         llm = LLM.objects.select_for_update().get(pk=llm.pk)
-        if acting and not llm_can_upload(llm=llm, user=uploader):
+        if uploader is not None and not llm_can_upload(llm=llm, user=uploader):  # acting
             raise LLMOwnershipError(_not_yours(llm))
         if not allow_duplicate:
             earlier = _duplicate_of(
@@ -192,11 +192,11 @@ def submission_create(
 def _not_yours(llm: LLM) -> str:
     if llm.owner_id is None and llm.owner_group_id is None:
         return f"The LLM {llm.name!r} has no owner: only staff may upload under it (ask them to transfer it to you)."
-    owner = llm.owner.get_username() if llm.owner else f"the group {llm.owner_group.name}"
+    owner = llm.owner.get_username() if llm.owner else f"the group {llm.owner_group}"
     return f"The LLM {llm.name!r} belongs to {owner}: pick another name, or ask staff to transfer it."
 
 
-def _check_may_upload(*, uploader: AbstractBaseUser | AnonymousUser, llm_name: str) -> None:
+def _check_may_upload(*, uploader: User | AnonymousUser, llm_name: str) -> None:
     try:
         name = llm_normalise_name(llm_name)
     except ValueError:
@@ -248,7 +248,7 @@ def hardware_labels() -> list[str]:
 
 def submission_create_from_upload(
     *,
-    uploader: AbstractBaseUser | AnonymousUser | None,
+    uploader: User | AnonymousUser | None,
     upload: Any,
     llm_name: str,
     organisation: str = "",

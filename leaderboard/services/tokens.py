@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from catalogue.models import ApiToken
@@ -14,7 +14,7 @@ PREFIX_LENGTH = 8
 
 
 @transaction.atomic
-def api_token_create(*, user: AbstractBaseUser) -> str:
+def api_token_create(*, user: User) -> str:
     """A new key for `user`, replacing any earlier one (which stops working). Only its digest is stored: show the
     returned key now, it cannot be read back later."""
     key = secrets.token_hex(20)
