@@ -48,6 +48,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.bundle_summary import launched_summary, summarise  # noqa: E402
 from evaluator.runner import InfraError, run_evaluation  # noqa: E402
 
 PROBLEMS = REPO / "leaderboard" / "data" / "kernelbench" / "problems.jsonl"
@@ -218,7 +219,7 @@ class Run:
             "error": (record.get("error") or "")[:300],
             # Issue 19: the roofline bound and the kernel's fraction of it, and what ran on each side (top kernels)
             "speed_of_light": record.get("speed_of_light"),
-            "launched": _launched_summary(record.get("launched_kernels")),
+            "launched": launched_summary(record.get("launched_kernels")),
         }
         with self.lock:
             self.records.append(row)
@@ -229,115 +230,6 @@ class Run:
             f"speedup={row['speedup'] and round(row['speedup'], 3)} wall={row['wall_s']}s {row['error'][:120]}",
             flush=True,
         )
-
-
-def summarise(run: Run, total_s: float, bundle_size: int) -> dict[str, Any]:
-    evals = [r for r in run.records if r["phase"] == "evaluate"]
-    not_started = {r["key"] for r in run.records if r["phase"] == "skipped"} - {r["key"] for r in evals}
-    compiles = [r for r in run.records if r["phase"] == "compile"]
-
-    def phase_sum(rows: list[dict[str, Any]], name: str) -> float:
-        return round(sum((r.get("phases") or {}).get(name) or 0.0 for r in rows), 1)
-
-    statuses: dict[str, int] = {}
-    for r in evals:
-        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
-    return {
-        "bundle_size": bundle_size,
-        "evaluated": len(evals),
-        "not_started": len(not_started),
-        "wall_s": round(total_s, 1),
-        "statuses": statuses,
-        "correct": sum(1 for r in evals if r["correct"]),
-        "compile_jobs": len(compiles),
-        "compile_wall_sum_s": round(sum(r["wall_s"] for r in compiles), 1),
-        "sum_eval_wall_s": round(sum(r["wall_s"] for r in evals), 1),
-        "sum_start_s": phase_sum(evals, "start"),
-        "sum_workers_s": phase_sum(evals, "workers"),
-        "sum_standby_workers_s": phase_sum(evals, "standby_workers"),
-        "sum_shutdown_s": phase_sum(evals, "shutdown"),
-        "sum_correctness_s": phase_sum(evals, "correctness"),
-        "sum_timing_s": phase_sum(evals, "timing"),
-        "sum_timing_setup_s": phase_sum(evals, "timing_setup"),
-        "sum_timing_loop_s": phase_sum(evals, "timing_loop"),
-        "sum_timing_checks_s": phase_sum(evals, "timing_checks"),
-        "sum_gpu_wait_s": phase_sum(evals, "gpu_wait"),
-        **exclusive_summary(evals),
-        "timing_unstable": sum(1 for r in evals if r.get("unstable")),
-        "sandbox": sorted({str(r.get("sandbox")) for r in evals}),
-        "sum_queued_s": round(sum(r["queued_s"] for r in evals), 1),
-        "handover": sorted({str(r["handover"]) for r in evals}),
-        "gpus": run.args.gpus,
-        "slots_per_gpu": run.args.slots,
-        "prestart": run.args.prestart,
-        "timing_budget_s": run.args.timing_budget,
-        "min_calls": run.args.min_calls,
-        "spread": spread(evals),
-    }
-
-
-def exclusive_summary(evals: list[dict[str, Any]]) -> dict[str, Any]:
-    """What the exclusive GPU hold was spent on over the run (the record's phases, orchestrator._gpu): the timed
-    loops' share of it (target: at least 80 %), the rest (set-up, probes, re-checks), and the process pairs'
-    start-up, which runs with the hold given back (any start under it is counted)."""
-
-    def total(name: str) -> float:
-        return sum((r.get("phases") or {}).get(name) or 0.0 for r in evals)
-
-    held, loops = total("exclusive_s"), total("exclusive_timing_s")
-    starts = [s for r in evals for s in (r.get("pair_starts") or [])]
-    return {
-        "sum_exclusive_s": round(held, 1),
-        "sum_exclusive_timing_s": round(loops, 1),
-        "sum_exclusive_other_s": round(total("exclusive_other_s"), 1),
-        "exclusive_timing_share": round(loops / held, 3) if held else None,
-        "pair_starts": len(starts),
-        "sum_pair_start_s": round(sum(s.get("seconds") or 0.0 for s in starts), 1),
-        "pair_starts_under_exclusive_lock": int(total("pair_starts_under_exclusive_lock")),
-    }
-
-
-def _launched_summary(launched: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The record's launched_kernels, cut to what a results table needs: the flag and the five longest kernels."""
-    if not launched:
-        return None
-    out: dict[str, Any] = {k: launched.get(k) for k in ("custom_launched", "custom_defined", "error")}
-    for side in ("candidate", "baseline"):
-        kernels = (launched.get(side) or {}).get("kernels") or []
-        out[side] = [[k.get("name", "")[:80], k.get("count"), k.get("share")] for k in kernels[:5]]
-    return out
-
-
-def spread(evals: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per kernel evaluated more than once: the speedups, (max - min) / median, the largest distance from their
-    median (issue 17's goal: within 5 %) and how many repeats' intervals contain that median (goal: all)."""
-    by_key: dict[str, list[dict[str, Any]]] = {}
-    for r in evals:
-        if r["speedup"]:
-            by_key.setdefault(r["key"], []).append(r)
-    out = {}
-    for key, rows in by_key.items():
-        if len(rows) < 2:
-            continue
-        values = [r["speedup"] for r in rows]
-        median = statistics.median(values)
-        cis = [r.get("speedup_ci") for r in rows]
-        deviation = max(abs(v - median) for v in values) / median
-        out[key] = {
-            "speedups": [round(v, 4) for v in values],
-            "cis": cis,
-            "relative_spread": (max(values) - min(values)) / median,
-            "max_deviation_from_median": deviation,
-            "cis_containing_median": sum(1 for ci in cis if ci and ci[0] <= median <= ci[1]),
-            "repeats": len(values),
-            "unstable": sum(1 for r in rows if r.get("unstable")),
-            # the targets: every repeat within 5 % (stretch 2 %) of the median, every interval above 0 and under
-            # 2x wide (high / low)
-            "within_5pct": deviation <= 0.05,
-            "within_2pct": deviation <= 0.02,
-            "cis_above_0_under_2x": all(ci and ci[0] > 0 and ci[1] / ci[0] < 2 for ci in cis),
-        }
-    return out
 
 
 def remaining(bundle: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -428,7 +320,7 @@ def main() -> int:
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() - run.elapsed()))
     sittings.append({"started": started, "wall_s": round(run.elapsed(), 1), "kernels": len(bundle)})
     sittings_file.write_text(json.dumps(sittings, indent=1))
-    summary = summarise(run, sum(s["wall_s"] for s in sittings), total)
+    summary = summarise(run.records, run.args, sum(s["wall_s"] for s in sittings), total)
     summary["sittings"] = sittings
     (args.state / f"{args.tag}_summary.json").write_text(json.dumps(summary, indent=1))
     if args.state != args.out:
