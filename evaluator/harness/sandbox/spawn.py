@@ -43,7 +43,9 @@ class WorkerError(Exception):
         self.kind = kind  # "died", "timeout", "memory", "protocol"
 
 
-def build_env(*, private_dir: Path, extensions_dir: Path | None = None, extra: dict[str, str] | None = None) -> dict:
+def build_env(
+    *, private_dir: Path, extensions_dir: Path | None = None, extra: dict[str, str] | None = None
+) -> dict[str, str]:
     """A worker environment built from scratch (an allowlist), with a private HOME and build dirs."""
     env = {key: os.environ[key] for key in ENV_PASSTHROUGH if key in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -157,7 +159,7 @@ class Worker:
         self.extra_fds = extra_fds  # inherited at the same numbers (the output hand-over socket)
         self.disk_limit_bytes = disk_limit_bytes  # bytes the worker may keep in its private dir (and disk_dirs)
         self.disk_dirs = disk_dirs
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.cgroup: Cgroup | None = None
         self.cgroup_reason = "no memory limit"
         self._buffer = b""
