@@ -63,7 +63,7 @@ class MalformedReply(CandidateFailed):
         )
 
 
-class CandidateReply(dict):
+class CandidateReply(dict[str, Any]):
     """A candidate reply: reading a key it lacks rejects the kernel instead of raising KeyError in the harness."""
 
     cmd = ""

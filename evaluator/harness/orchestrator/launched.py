@@ -62,7 +62,9 @@ def defined_kernels(source: str) -> dict[str, Any]:
     return {"builds": bool(_BUILDS.search(source)), "names": names}
 
 
-def custom_launched(defined: dict[str, Any], candidate: dict[str, Any] | None, baseline: dict[str, Any] | None):
+def custom_launched(
+    defined: dict[str, Any], candidate: dict[str, Any] | None, baseline: dict[str, Any] | None
+) -> bool | None:
     """True: a kernel the file defines ran (or, names unknown, one the baseline never launches); False: the file
     builds device code and none of it ran; None: nothing to say (no device code, or no profile)."""
     if not defined.get("builds") or candidate is None:

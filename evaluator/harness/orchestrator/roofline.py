@@ -67,7 +67,9 @@ def precision_of(dtype: str | None) -> str:
     return "bf16" if dtype in ("bfloat16", "float16", "half") else "tf32"
 
 
-def speed_of_light(counts: dict[str, Any] | None, device_name: str | None, kernel_ms: float | None) -> dict | None:
+def speed_of_light(
+    counts: dict[str, Any] | None, device_name: str | None, kernel_ms: float | None
+) -> dict[str, Any] | None:
     """The record's `speed_of_light`: {flops, bytes, bound_ms, fraction, ...}; None when nothing was counted.
     `bound_ms` and `fraction` are null where the device is unknown (the CPU); `fraction` also without a time."""
     if not counts or counts.get("bytes") is None:
