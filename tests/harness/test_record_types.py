@@ -22,7 +22,7 @@ from evaluator.harness.protocol import (
     result_to_json,
     set_check,
 )
-from evaluator.harness.record import PHASE_NAMES, PHASE_PATTERN
+from evaluator.harness.record import PHASE_COUNTERS, PHASE_NAMES, PHASE_PATTERN
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "evaluator" / "harness"
@@ -129,6 +129,28 @@ def test_every_check_name_and_phase_the_harness_writes_is_named_in_the_record_ty
     assert checks and set(checks) <= KNOWN_CHECKS, set(checks) - KNOWN_CHECKS
     assert phases and set(phases) <= PHASE_NAMES, set(phases) - PHASE_NAMES
     assert PHASE_PATTERN.fullmatch("pair_3_start") and PHASE_PATTERN.fullmatch("timing_loop_pair_3")
+
+
+def test_every_key_the_orchestrator_writes_into_the_record_is_a_field_of_the_record_type():
+    """Statically, so a key written only on a GPU path (the CPU tests never reach it) fails here, not on the H200:
+    record[...] = ..., part.update(key=...) and part.setdefault("key") in the orchestrator (its own flag tables
+    aside: Context.flags and flag_details are not the record)."""
+    names = Record.all_keys() | PHASE_NAMES | PHASE_COUNTERS
+    written = set()
+    for path in (HARNESS / "orchestrator").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+                target, keys = node.value, [node.slice]
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("update", "setdefault"):
+                target = node.func.value
+                keys = [ast.Constant(kw.arg) for kw in node.keywords if kw.arg] + node.args[:1]
+            else:
+                continue
+            if ast.unparse(target).endswith(("flags", "flag_details")):
+                continue
+            written |= {(path.name, k.value) for k in keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    assert {key for _, key in written} >= {"speedup_ci", "unstable_reason", "pair_starts", "launched_kernels"}
+    assert not {(where, key) for where, key in written if key not in names}
 
 
 def test_every_key_in_the_records_written_on_the_gpu_is_a_field_of_the_record_type():
