@@ -34,6 +34,7 @@ from evaluator.harness.workers.command_loop import short_exception
 from evaluator.harness.workers.device import device_info, now_ns, set_precision, sync
 from evaluator.harness.workers.l2 import L2Flusher, no_flush
 from evaluator.harness.workers.lead import LaunchLead
+from evaluator.harness.workers.memory import peak_bytes
 
 
 def _inputs(ns: dict[str, Any], device: str, seed: int) -> list[Any]:
@@ -67,21 +68,6 @@ def _time_adaptive(
         if len(times) >= 20 and (rse_median(times) < max_rse or time.monotonic() > deadline):
             break
     return times
-
-
-def _peak_bytes(fn: Any, args: list[Any], device: str) -> int | None:
-    """Peak bytes allocated during one call, above what was already held (docs/protocol.md section 5)."""
-    if not device.startswith("cuda"):
-        return None
-    sync(device)
-    torch.cuda.reset_peak_memory_stats()
-    before = torch.cuda.memory_allocated()
-    with torch.no_grad():
-        out = fn(*args)
-    sync(device)
-    peak = torch.cuda.max_memory_allocated() - before
-    del out
-    return int(peak)
 
 
 def measure_problem(
@@ -126,7 +112,7 @@ def measure_problem(
                     budget_s=args.budget,
                 )  # fmt: skip
                 stats = summarise(times)
-                stats["peak_memory_bytes"] = _peak_bytes(fn, sets[0], device)
+                stats["peak_memory_bytes"] = peak_bytes(fn, sets[0], device)
                 stats["flags"] = {"tf32": tf32}
                 result["precisions"][name] = stats
             except Exception as exc:  # noqa: BLE001 - one failed variant (e.g. compile) does not lose the others

@@ -35,10 +35,12 @@ from evaluator.harness.workers import tamper_watch
 from evaluator.harness.workers.command_loop import serve
 from evaluator.harness.workers.cuda_fd import Exporter
 from evaluator.harness.workers.device import poison_allocator, precision_flags, set_precision, warm_up
+from evaluator.harness.workers.extensions import suffix_extension_names
 from evaluator.harness.workers.handover import export_cuda
 from evaluator.harness.workers.inputs import load_problem, make_inputs
 from evaluator.harness.workers.l2 import L2Flusher, no_flush
 from evaluator.harness.workers.lead import LaunchLead
+from evaluator.harness.workers.memory import peak_bytes
 from evaluator.harness.workers.profiling import profile_call
 
 # --- references captured before any candidate code exists: the kernel may replace the originals (A4, C1) --------
@@ -61,29 +63,8 @@ _clone = torch.Tensor.clone
 _detach = torch.Tensor.detach  # never out.detach(): an instance attribute could shadow it (A3)
 _listdir = os.listdir
 _sleep = time.sleep
-_mem_alloc = torch.cuda.memory_allocated
-_mem_peak = torch.cuda.max_memory_allocated
-_mem_reset = torch.cuda.reset_peak_memory_stats
 _set_precision = set_precision
 _precision_flags = precision_flags
-
-
-def _wrap_extension_loaders(suffix: str) -> None:
-    """Unique extension names per kernel, so parallel builds of different kernels never collide."""
-
-    def wrap(original: Any) -> Any:
-        def loader(*args: Any, **kwargs: Any) -> Any:
-            if "name" in kwargs:
-                kwargs["name"] = f"{kwargs['name']}_{suffix}"
-            elif args:
-                args = (f"{args[0]}_{suffix}", *args[1:])
-            return original(*args, **kwargs)
-
-        loader.__wrapped__ = original  # type: ignore[attr-defined]
-        return loader
-
-    for attr in ("load_inline", "load"):
-        setattr(torch.utils.cpp_extension, attr, wrap(getattr(torch.utils.cpp_extension, attr)))
 
 
 def _load_clean(path: str, device: str) -> Any:
@@ -135,7 +116,7 @@ class Candidate:
             torch.cuda.set_device(0)
             torch.cuda.set_per_process_memory_fraction(float(msg["gpu_memory_fraction"]))
         _set_precision(False)  # built under the reference's flags; each phase sets its own before calling the kernel
-        _wrap_extension_loaders(msg["suffix"])
+        suffix_extension_names(msg["suffix"])
         init = _load_clean(msg["init_path"], "cpu")
         start = _clock_ns()
         try:
@@ -353,18 +334,9 @@ class Candidate:
         return {"saved": saved}
 
     def memory(self, msg: dict[str, Any]) -> dict[str, Any]:
-        if not self.device.startswith("cuda"):
-            return {"peak": None}
+        """Peak bytes of one forward (TF32 flags), counted by counters bound before the kernel was imported."""
         _set_precision(True)
-        with torch.no_grad():
-            _sync()
-            base = _mem_alloc()
-            _mem_reset()
-            out = self.model(*self.sets[0])
-            _sync()
-            peak = _mem_peak() - base
-            del out
-        return {"peak": int(peak)}
+        return {"peak": peak_bytes(self.model, self.sets[0], self.device)}
 
     def launched_kernels(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The device kernels of one call on the first timing set (TF32 flags), outside the timed calls."""

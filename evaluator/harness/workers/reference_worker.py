@@ -31,6 +31,7 @@ from evaluator.harness.workers.handover import DTYPES, load_untrusted_file, open
 from evaluator.harness.workers.inputs import clone_all, load_problem, make_inputs, tensor_bytes
 from evaluator.harness.workers.l2 import L2Flusher, no_flush
 from evaluator.harness.workers.lead import LaunchLead
+from evaluator.harness.workers.memory import peak_bytes
 from evaluator.harness.workers.profiling import profile_call
 
 
@@ -78,7 +79,8 @@ class Reference:
 
     def _build(self, init: list[Any]) -> torch.nn.Module:
         torch.manual_seed(42)  # KernelBench convention: seed 42 before each construction
-        return self.ns["Model"](*init).to(self.device)
+        model: torch.nn.Module = self.ns["Model"](*init)
+        return model.to(self.device)
 
     def _inputs(self, seed: int, scale: float | str) -> list[Any]:
         return make_inputs(self.ns, seed, scale, self.device)
@@ -254,18 +256,9 @@ class Reference:
 
     def memory(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Peak bytes allocated during one forward (TF32 flags), counted from what inputs and weights already hold."""
-        if not self.device.startswith("cuda"):
-            return {"peak": None}
         set_precision(True)
-        with torch.no_grad():
-            torch.cuda.synchronize()
-            base = torch.cuda.memory_allocated()
-            torch.cuda.reset_peak_memory_stats()
-            out = self.model(*self.sets[0])  # type: ignore[misc]
-            torch.cuda.synchronize()
-            peak = torch.cuda.max_memory_allocated() - base
-            del out
-        return {"peak": int(peak)}
+        assert self.model is not None
+        return {"peak": peak_bytes(self.model, self.sets[0], self.device)}
 
     def launched_kernels(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The device kernels of one TF32-baseline call on the first timing set, outside the timed calls."""
