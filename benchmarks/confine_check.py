@@ -36,11 +36,20 @@ def main() -> int:
         options={"quick": True},
     )
     env = record["environment"]
-    print(json.dumps({
-        "status": record["status"], "correct": record["correct"], "error": record["error"][:300],
-        "orchestrator": env.get("orchestrator"), "sandbox": env.get("sandbox"),
-        "cgroup": (env.get("limits") or {}).get("cgroup"), "handover": env.get("output_handover"),
-    }, indent=1))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "status": record["status"],
+                "correct": record["correct"],
+                "error": record["error"][:300],
+                "orchestrator": env.get("orchestrator"),
+                "sandbox": env.get("sandbox"),
+                "cgroup": (env.get("limits") or {}).get("cgroup"),
+                "handover": env.get("output_handover"),
+            },
+            indent=1,
+        )
+    )
     return 0 if record["status"] == "ok" and record["correct"] else 1
 
 

@@ -35,9 +35,12 @@ from tests.pipeline.stack import CELERY, Stack, free_port  # noqa: E402  (the e2
 
 KERNELS = sorted((ROOT / "leaderboard" / "demo" / "kernels").glob("level_*_kernel.py"))
 SETTINGS = {  # short thresholds so the run takes minutes; the defaults are in README "Reliability"
-    "EVALUATOR_HEARTBEAT_INTERVAL": "2", "EVALUATOR_HEARTBEAT_STALE": "10", "EVALUATOR_ENQUEUE_STALE": "5",
-    "EVALUATOR_QUEUED_STALE": "30", "EVALUATOR_REAP_INTERVAL": "5",
-}  # fmt: skip
+    "EVALUATOR_HEARTBEAT_INTERVAL": "2",
+    "EVALUATOR_HEARTBEAT_STALE": "10",
+    "EVALUATOR_ENQUEUE_STALE": "5",
+    "EVALUATOR_QUEUED_STALE": "30",
+    "EVALUATOR_REAP_INTERVAL": "5",
+}
 FACTS = """
 import json
 from evaluator.models import DistributionResult, Evaluation
@@ -117,13 +120,34 @@ def wait(what: str, check, timeout: float = 900) -> None:
 
 
 def upload(stack: Stack, data: bytes) -> dict:
-    return post_multipart(f"{stack.url}/api/submissions/", fields={"llm": "faults", "problem_set": "demo",
-                          "hardware": "cpu"}, files={"bundle": ("run.zip", data)}, token=stack.token)  # fmt: skip
+    return post_multipart(
+        f"{stack.url}/api/submissions/",
+        fields={"llm": "faults", "problem_set": "demo", "hardware": "cpu"},
+        files={"bundle": ("run.zip", data)},
+        token=stack.token,
+    )
 
 
 def start_worker(stack: Stack, name: str) -> None:
-    stack._start(name, [CELERY, "-A", "config", "worker", "-Q", "eval-cpu,default", "-c", "1",
-                        "--prefetch-multiplier", "1", "-n", f"{name}@%h", "-l", "INFO"])  # fmt: skip
+    stack._start(
+        name,
+        [
+            CELERY,
+            "-A",
+            "config",
+            "worker",
+            "-Q",
+            "eval-cpu,default",
+            "-c",
+            "1",
+            "--prefetch-multiplier",
+            "1",
+            "-n",
+            f"{name}@%h",
+            "-l",
+            "INFO",
+        ],
+    )
 
 
 def run() -> tuple[list[str], bool]:
@@ -195,25 +219,32 @@ def run() -> tuple[list[str], bool]:
         == len({e["kernel_id"] for e in current}),
         "every evaluation finished (done), none failed or stuck": len(done) == kernels,
         "submissions: evaluated_count == kernel_count, status done": all(
-            s["evaluated_count"] == s["kernel_count"] and s["status"] == "done" for s in subs),
+            s["evaluated_count"] == s["kernel_count"] and s["status"] == "done" for s in subs
+        ),
         "correct_count == correct done evaluations": sum(s["correct_count"] for s in subs)
         == sum(bool(e["correct"]) for e in done),
         "distribution rows stored once (4 per evaluation at most)": result["distribution_rows"] <= 4 * kernels,
         "no work folder left": not leftovers,
         "no harness process left": not harnesses,
-    }  # fmt: skip
+    }
     retried = [e for e in evs if e["attempts"] > 1]
     retried_text = ", ".join(f"#{e['id']}: {e['attempts']} attempts, {e['error'][:70]!r}" for e in retried)
     lines = [
-        "Timeline:", "", "```", *log, "```", "",
+        "Timeline:",
+        "",
+        "```",
+        *log,
+        "```",
+        "",
         f"- kernels: {kernels} (20 + 2 uploaded during the outage); evaluations rows: {len(evs)}; "
         f"correct: {sum(bool(e['correct']) for e in done)}",
-        f"- evaluations with more than one attempt: {len(retried)} "
-        f"({retried_text or '-'})",
+        f"- evaluations with more than one attempt: {len(retried)} ({retried_text or '-'})",
         f"- distribution rows: {result['distribution_rows']}",
-        "", "| check | result |", "|---|---|",
+        "",
+        "| check | result |",
+        "|---|---|",
         *(f"| {name} | {'pass' if ok else '**FAIL**'} |" for name, ok in checks.items()),
-    ]  # fmt: skip
+    ]
     return lines, all(checks.values())
 
 
@@ -225,18 +256,20 @@ def main() -> int:
     t = time.monotonic()
     lines, ok = run()
     header = [
-        "# Faults during a 20-kernel bundle: worker SIGKILL and broker restart", "",
+        "# Faults during a 20-kernel bundle: worker SIGKILL and broker restart",
+        "",
         "- **Command**: `.venv/bin/python benchmarks/faults.py --out benchmarks/results/faults.md`",
         f"- **Machine**: {os.cpu_count()}-core CPU box, {platform.system()} {platform.release()}, Python "
         f"{platform.python_version()}, no GPU (shared with other engineers' test runs). "
         f"Date: {started:%Y-%m-%d %H:%M} UTC.",
         "- **Setup**: private Redis without persistence as broker, SQLite, `runserver`, one worker "
         "(`-Q eval-cpu,default -c 1`), `celery beat` running the reaper; settings "
-        + ", ".join(f"`{k}={v}`" for k, v in SETTINGS.items()) + ".",
+        + ", ".join(f"`{k}={v}`" for k, v in SETTINGS.items())
+        + ".",
         f"- **Wall time**: {time.monotonic() - t:.0f} s. "
         f"Overall: **{'nothing lost, nothing counted twice' if ok else 'FAILED'}**.",
         "",
-    ]  # fmt: skip
+    ]
     text = "\n".join(header + lines) + "\n"
     print(text)
     if args.out:

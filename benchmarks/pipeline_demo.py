@@ -92,9 +92,20 @@ def main() -> int:
     args = parser.parse_args()
     load_before = os.getloadavg()
     results = [one_run(args.workers) for _ in range(args.repeat)]
-    print(json.dumps({"machine": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version(),
-                      "workers": args.workers, "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
-                      "runs": results}, indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "machine": platform.platform(),
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "workers": args.workers,
+                "loadavg_before": load_before,
+                "loadavg_after": os.getloadavg(),
+                "runs": results,
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -153,10 +153,7 @@ class _Config:
     env: dict
 
     def key(self) -> str:
-        return json.dumps(
-            [self.device, self.timeout, str(self.work_root), self.compile_cache_dir, self.python, self.options,
-             self.env], sort_keys=True, default=str,
-        )  # fmt: skip
+        return json.dumps(astuple(self), sort_keys=True, default=str)  # every field, in order (Path as str)
 
 
 class _Harness:

@@ -52,8 +52,13 @@ def flag_review_view(request: HttpRequest, pk: int) -> HttpResponse:
     except ReviewError as exc:
         error = str(exc)
     if request.headers.get("HX-Request"):
-        context = {"flag": flag, "kernel": flag.kernel, "user": request.user, "review_error": error,
-                   "review_done": not error}  # fmt: skip
+        context = {
+            "flag": flag,
+            "kernel": flag.kernel,
+            "user": request.user,
+            "review_error": error,
+            "review_done": not error,
+        }
         return render(request, "inspector/_flag_actions.html", context, status=400 if error else 200)
     if error:
         messages.error(request, f"Flag {flag.pk}: {error}")

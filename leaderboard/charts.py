@@ -283,7 +283,7 @@ def heatmap_figure(
                 [0.66, colours[1]],
                 [0.67, colours[2]],
                 [1.0, colours[2]],
-            ],  # fmt: skip
+            ],
             zmin=0,
             zmax=2,
             showscale=False,

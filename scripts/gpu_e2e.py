@@ -100,9 +100,20 @@ def main(argv: list[str] | None = None) -> int:
         f"torch {facts['torch']}, CUDA {facts['cuda']}; uploaded through the REST API and evaluated by a Celery "
         f"worker. Kernels: benchmarks/kernels and reference wrappers (ModelNew = the problem's Model)."
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL",
-                                                            "CACHE_URL", "SQLITE_PATH", "CELERY_QUEUE_DIR",
-                                                            "DJANGO_SETTINGS_MODULE")}  # fmt: skip
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "DATABASE_URL",
+            "CELERY_BROKER_URL",
+            "REDIS_URL",
+            "CACHE_URL",
+            "SQLITE_PATH",
+            "CELERY_QUEUE_DIR",
+            "DJANGO_SETTINGS_MODULE",
+        )
+    }
     env.update(
         SECRET_KEY=secrets.token_urlsafe(32),
         DJANGO_DEBUG="False",  # production settings: the kernel sandbox is required (EVALUATOR_REQUIRE_SANDBOX)
@@ -158,12 +169,37 @@ def main(argv: list[str] | None = None) -> int:
         upload_wall = utcnow()
         t0 = time.monotonic()
         client = subprocess.run(
-            [py, "-m", "client", "submit", str(bundle_path), "--llm", llm, "--organisation",
-             f"{facts.get('gpu') or 'CPU'} · torch {facts['torch']} · CUDA {facts['cuda']}", "--notes", label,
-             "--hardware", hardware, "--problem-set", problem_set, "--wait", "--interval", "2",
-             "--timeout", str(args.timeout), "--url", dep.url, "--token", token],
-            cwd=REPO, capture_output=True, text=True, timeout=args.timeout + 120,
-        )  # fmt: skip
+            [
+                py,
+                "-m",
+                "client",
+                "submit",
+                str(bundle_path),
+                "--llm",
+                llm,
+                "--organisation",
+                f"{facts.get('gpu') or 'CPU'} · torch {facts['torch']} · CUDA {facts['cuda']}",
+                "--notes",
+                label,
+                "--hardware",
+                hardware,
+                "--problem-set",
+                problem_set,
+                "--wait",
+                "--interval",
+                "2",
+                "--timeout",
+                str(args.timeout),
+                "--url",
+                dep.url,
+                "--token",
+                token,
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=args.timeout + 120,
+        )
         client_wait = round(time.monotonic() - t0, 1)
         print(client.stdout, flush=True)
         match = re.search(r"^submission (\d+):", client.stdout, re.M)
@@ -180,9 +216,12 @@ def main(argv: list[str] | None = None) -> int:
         last = max(finished, default=None)
         fixture_name = args.fixture_name or f"{hardware}_e2e.json"
         exported = json.loads(
-            dep.manage("shell", "-c", EXPORT.format(submission=submission_id, label=label,
-                                                    path=str(args.out / fixture_name))).strip().splitlines()[-1]
-        )  # fmt: skip
+            dep.manage(
+                "shell", "-c", EXPORT.format(submission=submission_id, label=label, path=str(args.out / fixture_name))
+            )
+            .strip()
+            .splitlines()[-1]
+        )
         statuses: dict[str, int] = {}
         for r in rows:
             name = r["result_status"] or r["status"]
@@ -234,8 +273,11 @@ def main(argv: list[str] | None = None) -> int:
         }
         print("\nLeaderboard rows:", flush=True)
         for row in record["leaderboard"]:
-            print(f"  {row.get('rank') or '-':>3} {row['kind']:8} {row['name']:40} attempted {row['attempted']:3} "
-                  f"correct {row['correct']:3} speedup {row['speedup']}", flush=True)  # fmt: skip
+            print(
+                f"  {row.get('rank') or '-':>3} {row['kind']:8} {row['name']:40} attempted {row['attempted']:3} "
+                f"correct {row['correct']:3} speedup {row['speedup']}",
+                flush=True,
+            )
         print("\nVerdicts:", flush=True)
         for r in rows:
             print(f"  {r['key']:7} s{r['sample']} {r['kind']:18} {r['verdict']}", flush=True)
@@ -251,8 +293,10 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / OUT_FILES[0]).write_text(json.dumps(record, indent=1, default=str))
     (args.out / OUT_FILES[1]).write_text(markdown(record))
     s = record["summary"]
-    log(f"done: {s['correct']}/{s['kernels']} correct, upload to last verdict {s['upload_to_last_verdict_s']} s, "
-        f"total {record['total_wall_s']} s; record in {args.out}")  # fmt: skip
+    log(
+        f"done: {s['correct']}/{s['kernels']} correct, upload to last verdict {s['upload_to_last_verdict_s']} s, "
+        f"total {record['total_wall_s']} s; record in {args.out}"
+    )
     return 0 if record["complete"] and s["statuses"].get("failed", 0) == 0 and s["kernels"] == len(files) else 1
 
 

@@ -91,11 +91,24 @@ def children() -> list[Child]:
     hardware = os.getenv("EVALUATOR_DEFAULT_HARDWARE", "cpu")
     var_dir = Path(os.getenv("VAR_DIR", ROOT / "var"))
     worker = [
-        str(BIN / "celery"), "-A", "config", "worker", "-Q", f"eval-{hardware},default", "-c", "1",
-        "--prefetch-multiplier", "1", "-l", "INFO", "-n", f"{hardware}@%h",
+        str(BIN / "celery"),
+        "-A",
+        "config",
+        "worker",
+        "-Q",
+        f"eval-{hardware},default",
+        "-c",
+        "1",
+        "--prefetch-multiplier",
+        "1",
+        "-l",
+        "INFO",
+        "-n",
+        f"{hardware}@%h",
         "--beat",  # the reaper's schedule (CELERY_BEAT_SCHEDULE); one beat per deployment
-        "--schedule", str(var_dir / "celerybeat-schedule"),
-    ]  # fmt: skip
+        "--schedule",
+        str(var_dir / "celerybeat-schedule"),
+    ]
     web = [sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"]
     return [Child("web", web, signal.SIGINT), Child("worker", worker, signal.SIGTERM)]
 

@@ -94,9 +94,23 @@ class AuditFlagSerializer(serializers.ModelSerializer):
     class Meta:
         model = AuditFlag
         fields = [
-            "id", "kernel", "source", "source_name", "verdict", "severity", "classes", "evidence", "rationale",
-            "confidence", "review_state", "reviewed_by", "reviewed_at", "review_note", "created_at", "status",
-        ]  # fmt: skip
+            "id",
+            "kernel",
+            "source",
+            "source_name",
+            "verdict",
+            "severity",
+            "classes",
+            "evidence",
+            "rationale",
+            "confidence",
+            "review_state",
+            "reviewed_by",
+            "reviewed_at",
+            "review_note",
+            "created_at",
+            "status",
+        ]
         read_only_fields = fields
 
     def get_status(self, flag: AuditFlag) -> str:

@@ -86,8 +86,9 @@ class KernelAuditViewSet(viewsets.GenericViewSet):
         record = dict(data.validated_data)
         judge = record.pop("judge")
         try:
-            flag = svc.judge_result_import(kernel_id=kernel.pk, source_name=f"import:{judge}", record=record,
-                                           origin="api")  # fmt: skip
+            flag = svc.judge_result_import(
+                kernel_id=kernel.pk, source_name=f"import:{judge}", record=record, origin="api"
+            )
         except ValueError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(serializers.AuditFlagSerializer(flag).data, status=status.HTTP_201_CREATED)
@@ -103,13 +104,19 @@ class KernelAuditViewSet(viewsets.GenericViewSet):
         data = serializers.AuditRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         opts = data.validated_data
-        outcome = svc.kernel_audit_request(kernel_id=kernel.pk, static=opts["static"], judges=opts["judges"],
-                                           judge_name=opts["judge"] or None, force=opts["force"])  # fmt: skip
+        outcome = svc.kernel_audit_request(
+            kernel_id=kernel.pk,
+            static=opts["static"],
+            judges=opts["judges"],
+            judge_name=opts["judge"] or None,
+            force=opts["force"],
+        )
         if outcome.config_error:
             return Response({"detail": outcome.config_error}, status=status.HTTP_400_BAD_REQUEST)
         if outcome.no_judges:
-            return Response({"detail": outcome.no_judges, "static_flags": outcome.static_flags},
-                            status=status.HTTP_409_CONFLICT)  # fmt: skip
+            return Response(
+                {"detail": outcome.no_judges, "static_flags": outcome.static_flags}, status=status.HTTP_409_CONFLICT
+            )
         body = {"static_flags": outcome.static_flags, "judges_queued": outcome.judges_queued}
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
@@ -121,8 +128,11 @@ class FlagViewSet(viewsets.GenericViewSet):
     lookup_value_regex = r"[0-9]+"
     permission_classes = [IsAdminUser]
 
-    @extend_schema(summary="Review an audit flag (staff)", request=serializers.ReviewInputSerializer,
-                   responses={200: serializers.AuditFlagSerializer})  # fmt: skip
+    @extend_schema(
+        summary="Review an audit flag (staff)",
+        request=serializers.ReviewInputSerializer,
+        responses={200: serializers.AuditFlagSerializer},
+    )
     @action(detail=True, methods=["post"])
     def review(self, request: Request, pk: str | None = None) -> Response:
         flag = get_object_or_404(AuditFlag, pk=pk)
@@ -157,6 +167,7 @@ class AuditViewSet(viewsets.ViewSet):
         data = serializers.HackFlagsImportSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         opts = data.validated_data
-        report = svc.hack_flags_import(data=opts["data"], llm_name=opts["llm"], submission_id=opts["submission"],
-                                       judge_name=opts["judge"])  # fmt: skip
+        report = svc.hack_flags_import(
+            data=opts["data"], llm_name=opts["llm"], submission_id=opts["submission"], judge_name=opts["judge"]
+        )
         return Response(report.to_dict())

@@ -24,41 +24,95 @@ class NativePattern:
 
 
 NATIVE_PATTERNS = [
-    NativePattern("side_stream", "high", "hack", "A1",
-                  re.compile(r"\bcudaStreamCreate\w*\s*\(|\bgetStreamFromPool\s*\(|\bcudaStreamNonBlocking\b|"
-                             r"\bcublasSetStream\s*\(|\bcudaStreamBeginCapture\b"),
-                  "Creates or binds a private CUDA stream: work can outlive events recorded on the current stream."),
-    NativePattern("thread_or_process", "high", "hack", "A2",
-                  re.compile(r"\bstd::thread\b|\bpthread_create\s*\(|\bstd::async\s*\(|\bfork\s*\(\s*\)"),
-                  "Starts a host thread in native code: work can continue after forward returns."),
-    NativePattern("l2_persistence", "high", "hack", "A8",
-                  re.compile(r"accessPolicyWindow|cudaLimitPersistingL2CacheSize|cudaAccessPropertyPersisting|"
-                             r"cudaStreamAttributeAccessPolicyWindow|cudaCtxResetPersistingL2Cache"),
-                  "Marks memory L2-persisting so the harness's cache flush does not evict the working set."),
-    NativePattern("event_disable_timing", "medium", "suspicious", "A4",
-                  re.compile(r"cudaEventDisableTiming|cudaEventElapsedTime|cudaEventCreate\w*\s*\("),
-                  "Creates/reads CUDA events in the kernel: a kernel has no reason to touch the timing machinery."),
-    NativePattern("native_introspection", "high", "hack", "A4,C1",
-                  re.compile(r"\bdlsym\s*\(|\bdlopen\s*\(|\bmprotect\s*\(|\bptrace\s*\(|/proc/self|\bmmap\s*\(|"
-                             r"RTLD_NEXT|\bdup2\s*\(|\bfdopen\s*\("),
-                  "Native code patches symbols, memory protections or file descriptors of the process."),
-    NativePattern("precision_downcast", "medium", "suspicious", "B8",
-                  re.compile(r"\b__half2?\b|__float2half|__half2float|\b__nv_bfloat16\w*|__float2bfloat16|\bhalf2\b|"
-                             r"\bat::kHalf\b|\bat::kBFloat16\b|torch::kHalf|torch::kBFloat16|__nv_fp8"),
-                  "Computes in fp16/bf16/fp8 for an fp32 problem."),
-    NativePattern("fast_math", "info", "info", "B8",
-                  re.compile(r"use_fast_math|__expf\b|__logf\b|__fdividef\b|__sinf\b|__cosf\b|__powf\b"),
-                  "Uses fast-math intrinsics (reduced accuracy; the fp32 tolerance decides)."),
-    NativePattern("value_early_exit", "medium", "suspicious", "B7",
-                  re.compile(r"if\s*\(.*(?:<|<=|==)\s*-?\d*\.?\d+[eE]-\d+f?\s*\)\s*(?:\{\s*)?(?:break|return)\b"),
-                  "A loop stops once a value underflows a tiny threshold: exact only for inputs whose running "
-                  "value vanishes."),
-    NativePattern("vendor_library", "info", "info", "D1",
-                  re.compile(r"\bcublas\w*\s*\(|\bcudnn\w*\s*\(|\bcutlass::|\bat::(?:matmul|mm|bmm|conv\w*|addmm|"
-                             r"linear|softmax|layer_norm|batch_norm)\s*\(|\btorch::(?:matmul|mm|bmm|conv\w*|addmm|"
-                             r"linear|softmax|layer_norm|batch_norm)\s*\("),
-                  "Calls a vendor library or an ATen operator from native code (library time, not custom code)."),
-]  # fmt: skip
+    NativePattern(
+        "side_stream",
+        "high",
+        "hack",
+        "A1",
+        re.compile(
+            r"\bcudaStreamCreate\w*\s*\(|\bgetStreamFromPool\s*\(|\bcudaStreamNonBlocking\b|"
+            r"\bcublasSetStream\s*\(|\bcudaStreamBeginCapture\b"
+        ),
+        "Creates or binds a private CUDA stream: work can outlive events recorded on the current stream.",
+    ),
+    NativePattern(
+        "thread_or_process",
+        "high",
+        "hack",
+        "A2",
+        re.compile(r"\bstd::thread\b|\bpthread_create\s*\(|\bstd::async\s*\(|\bfork\s*\(\s*\)"),
+        "Starts a host thread in native code: work can continue after forward returns.",
+    ),
+    NativePattern(
+        "l2_persistence",
+        "high",
+        "hack",
+        "A8",
+        re.compile(
+            r"accessPolicyWindow|cudaLimitPersistingL2CacheSize|cudaAccessPropertyPersisting|"
+            r"cudaStreamAttributeAccessPolicyWindow|cudaCtxResetPersistingL2Cache"
+        ),
+        "Marks memory L2-persisting so the harness's cache flush does not evict the working set.",
+    ),
+    NativePattern(
+        "event_disable_timing",
+        "medium",
+        "suspicious",
+        "A4",
+        re.compile(r"cudaEventDisableTiming|cudaEventElapsedTime|cudaEventCreate\w*\s*\("),
+        "Creates/reads CUDA events in the kernel: a kernel has no reason to touch the timing machinery.",
+    ),
+    NativePattern(
+        "native_introspection",
+        "high",
+        "hack",
+        "A4,C1",
+        re.compile(
+            r"\bdlsym\s*\(|\bdlopen\s*\(|\bmprotect\s*\(|\bptrace\s*\(|/proc/self|\bmmap\s*\(|"
+            r"RTLD_NEXT|\bdup2\s*\(|\bfdopen\s*\("
+        ),
+        "Native code patches symbols, memory protections or file descriptors of the process.",
+    ),
+    NativePattern(
+        "precision_downcast",
+        "medium",
+        "suspicious",
+        "B8",
+        re.compile(
+            r"\b__half2?\b|__float2half|__half2float|\b__nv_bfloat16\w*|__float2bfloat16|\bhalf2\b|"
+            r"\bat::kHalf\b|\bat::kBFloat16\b|torch::kHalf|torch::kBFloat16|__nv_fp8"
+        ),
+        "Computes in fp16/bf16/fp8 for an fp32 problem.",
+    ),
+    NativePattern(
+        "fast_math",
+        "info",
+        "info",
+        "B8",
+        re.compile(r"use_fast_math|__expf\b|__logf\b|__fdividef\b|__sinf\b|__cosf\b|__powf\b"),
+        "Uses fast-math intrinsics (reduced accuracy; the fp32 tolerance decides).",
+    ),
+    NativePattern(
+        "value_early_exit",
+        "medium",
+        "suspicious",
+        "B7",
+        re.compile(r"if\s*\(.*(?:<|<=|==)\s*-?\d*\.?\d+[eE]-\d+f?\s*\)\s*(?:\{\s*)?(?:break|return)\b"),
+        "A loop stops once a value underflows a tiny threshold: exact only for inputs whose running value vanishes.",
+    ),
+    NativePattern(
+        "vendor_library",
+        "info",
+        "info",
+        "D1",
+        re.compile(
+            r"\bcublas\w*\s*\(|\bcudnn\w*\s*\(|\bcutlass::|\bat::(?:matmul|mm|bmm|conv\w*|addmm|"
+            r"linear|softmax|layer_norm|batch_norm)\s*\(|\btorch::(?:matmul|mm|bmm|conv\w*|addmm|"
+            r"linear|softmax|layer_norm|batch_norm)\s*\("
+        ),
+        "Calls a vendor library or an ATen operator from native code (library time, not custom code).",
+    ),
+]
 
 # File-scope or function-scope variables that survive between calls: `static bool done = false;`,
 # `__device__ float bank[N];`. Functions (`static __device__ float f(`), constants and casts are excluded.
@@ -74,10 +128,24 @@ _TOKEN_PASTE = re.compile(r"##")
 _CUDA_FRAGMENT = re.compile(r"\bcuda[A-Z]?\w*\s*,|\bStream|\bEvent|\bMemcpy|\bGraph")
 
 
-def _finding(rule: str, severity: str, verdict: str, classes: str, why: str, src: KernelSource, number: int,
-             ) -> Finding:  # fmt: skip
-    return Finding(rule=rule, severity=severity, verdict=verdict, classes=tuple(classes.split(",")), why=why,
-                   lines=(number,), quote=src.line(number))  # fmt: skip
+def _finding(
+    rule: str,
+    severity: str,
+    verdict: str,
+    classes: str,
+    why: str,
+    src: KernelSource,
+    number: int,
+) -> Finding:
+    return Finding(
+        rule=rule,
+        severity=severity,
+        verdict=verdict,
+        classes=tuple(classes.split(",")),
+        why=why,
+        lines=(number,),
+        quote=src.line(number),
+    )
 
 
 def rule_native_patterns(src: KernelSource) -> list[Finding]:
@@ -100,9 +168,17 @@ def rule_persistent_state(src: KernelSource) -> list[Finding]:
     findings: list[Finding] = []
     for number, code in src.native_lines():
         if _STATIC_VAR.search(code) and "(" not in code.split("=")[0]:
-            findings.append(_finding("cuda_persistent_state", "high", "hack", "A6",
-                                     "A static variable in host code keeps state between calls (compute once, "
-                                     "replay later).", src, number))  # fmt: skip
+            findings.append(
+                _finding(
+                    "cuda_persistent_state",
+                    "high",
+                    "hack",
+                    "A6",
+                    "A static variable in host code keeps state between calls (compute once, replay later).",
+                    src,
+                    number,
+                )
+            )
         elif _DEVICE_VAR.search(code) and "(" not in code.split("=")[0]:
             findings.append(
                 _finding(
@@ -128,9 +204,17 @@ def rule_token_paste(src: KernelSource) -> list[Finding]:
     evasive = bool(_CUDA_FRAGMENT.search(text)) and bool(re.search(r"\w+\(\s*cuda\w*\s*,\s*\w+\s*\)", text))
     number = hits[0][0]
     if evasive:
-        return [_finding("token_paste", "high", "hack", "C3",
-                         "## token pasting assembles CUDA API names from fragments (evades string filters).",
-                         src, number)]  # fmt: skip
+        return [
+            _finding(
+                "token_paste",
+                "high",
+                "hack",
+                "C3",
+                "## token pasting assembles CUDA API names from fragments (evades string filters).",
+                src,
+                number,
+            )
+        ]
     return [
         _finding(
             "token_paste",
@@ -145,5 +229,7 @@ def rule_token_paste(src: KernelSource) -> list[Finding]:
 
 
 NATIVE_RULES: list[Callable[[KernelSource], list[Finding]]] = [
-    rule_native_patterns, rule_persistent_state, rule_token_paste,
-]  # fmt: skip
+    rule_native_patterns,
+    rule_persistent_state,
+    rule_token_paste,
+]

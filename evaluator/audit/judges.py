@@ -57,10 +57,15 @@ class JudgeOutcome:
 
     def to_dict(self) -> dict:
         return {
-            "judge": self.judge, "model": self.model, "status": self.status, "answer": self.answer,
-            "mode": self.mode, "attempts": self.attempts, "error": self.error,
+            "judge": self.judge,
+            "model": self.model,
+            "status": self.status,
+            "answer": self.answer,
+            "mode": self.mode,
+            "attempts": self.attempts,
+            "error": self.error,
             "dropped_evidence": self.dropped_evidence,
-        }  # fmt: skip
+        }
 
 
 class JudgeConfigError(ValueError):
@@ -81,10 +86,15 @@ def parse_judges(raw: str | list | None, *, timeout: float = 120.0) -> list[Judg
     for item in items:
         if not isinstance(item, dict) or not all(item.get(k) for k in ("name", "base_url", "model")):
             raise JudgeConfigError(f"judge entry needs name, base_url and model: {item!r}")
-        judges.append(JudgeConfig(
-            name=str(item["name"]), base_url=str(item["base_url"]), model=str(item["model"]),
-            api_key_env=str(item.get("api_key_env", "")), timeout=float(item.get("timeout", timeout)),
-        ))  # fmt: skip
+        judges.append(
+            JudgeConfig(
+                name=str(item["name"]),
+                base_url=str(item["base_url"]),
+                model=str(item["model"]),
+                api_key_env=str(item.get("api_key_env", "")),
+                timeout=float(item.get("timeout", timeout)),
+            )
+        )
     if len({j.name for j in judges}) != len(judges):
         raise JudgeConfigError("judge names must be unique")
     return judges
@@ -157,8 +167,12 @@ def run_judge(
                 schema_in_prompt = True
                 outcome.mode = "json_object"
                 response_format = {"type": "json_object"}
-                messages = build_messages(kernel_source=kernel_source, problem_source=problem_source,
-                                          harness_facts=harness_facts, schema_in_prompt=True)  # fmt: skip
+                messages = build_messages(
+                    kernel_source=kernel_source,
+                    problem_source=problem_source,
+                    harness_facts=harness_facts,
+                    schema_in_prompt=True,
+                )
                 continue
             outcome.error = f"judge {config.name} answered HTTP {exc.status_code}"
             return outcome

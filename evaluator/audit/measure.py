@@ -44,9 +44,11 @@ def corpus_table(corpus: Path) -> list[str]:
             if meta.get("static") == "label":
                 continue  # policy labels (D1) are neither hacks nor legitimate kernels for these metrics
             marks = {
-                "own": is_flagged(own), "full": is_flagged(full),
-                "kg_default": _kg_flag(kg_default), "kg_tuned": _kg_flag(kg_tuned),
-            }  # fmt: skip
+                "own": is_flagged(own),
+                "full": is_flagged(full),
+                "kg_default": _kg_flag(kg_default),
+                "kg_tuned": _kg_flag(kg_tuned),
+            }
             for name, hit in marks.items():
                 counts[f"{kind}:{'static' if static or kind == 'legit' else 'semantic'}:{name}:{hit}"] += 1
             worst = max((f.severity for f in full), key=["info", "low", "medium", "high"].index, default="-")
@@ -55,8 +57,12 @@ def corpus_table(corpus: Path) -> list[str]:
                 f"{'Y' if marks['own'] else '-'} | {'Y' if marks['full'] else '-'} | "
                 f"{kg_default['classification']} | {kg_tuned['classification']} | {worst} |"
             )
-    lines = ["| set | file | classes | static target | own rules | own+KG | KG default | KG tuned | worst |",
-             "|---|---|---|---|---|---|---|---|---|", *rows, ""]  # fmt: skip
+    lines = [
+        "| set | file | classes | static target | own rules | own+KG | KG default | KG tuned | worst |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
     n_hack = sum(v for k, v in counts.items() if k.startswith("hack:static:own:"))
     n_sem = sum(v for k, v in counts.items() if k.startswith("hack:semantic:own:"))
     n_legit = sum(v for k, v in counts.items() if k.startswith("legit:static:own:"))
@@ -69,8 +75,10 @@ def corpus_table(corpus: Path) -> list[str]:
         tp_all = tp + counts[f"hack:semantic:{name}:True"]
         fp = counts[f"legit:static:{name}:True"]
         precision = tp_all / (tp_all + fp) if tp_all + fp else float("nan")
-        lines.append(f"| {name} | {tp}/{n_hack} = {tp / n_hack:.2f} | {tp_all}/{n_hack + n_sem} = "
-                     f"{tp_all / (n_hack + n_sem):.2f} | {fp}/{n_legit} | {precision:.2f} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {tp}/{n_hack} = {tp / n_hack:.2f} | {tp_all}/{n_hack + n_sem} = "
+            f"{tp_all / (n_hack + n_sem):.2f} | {fp}/{n_legit} | {precision:.2f} |"
+        )
     return lines
 
 
@@ -97,19 +105,28 @@ def reference_table(problems: Path) -> list[str]:
     elapsed = time.perf_counter() - started
     return [
         f"Reference files: {n} (levels 1-3), each run through both KernelGuard configs and the full static layer "
-        f"in {elapsed:.1f} s.", "",
-        "| KernelGuard config | classifications | patterns hit (files) |", "|---|---|---|",
+        f"in {elapsed:.1f} s.",
+        "",
+        "| KernelGuard config | classifications | patterns hit (files) |",
+        "|---|---|---|",
         f"| default (`custom_kernel` entry point) | {dict(kg_default)} | {dict(kg_patterns['default'])} |",
-        f"| tuned for ModelNew | {dict(kg_tuned)} | {dict(kg_patterns['tuned'])} |", "",
-        "Our static layer (own rules + tuned KernelGuard) on the same files, findings by rule and severity:", "",
-        *(f"- `{rule}`: {count}" for rule, count in own.most_common()), "",
-    ]  # fmt: skip
+        f"| tuned for ModelNew | {dict(kg_tuned)} | {dict(kg_patterns['tuned'])} |",
+        "",
+        "Our static layer (own rules + tuned KernelGuard) on the same files, findings by rule and severity:",
+        "",
+        *(f"- `{rule}`: {count}" for rule, count in own.most_common()),
+        "",
+    ]
 
 
 def extra_table(folder: Path) -> list[str]:
     """Flag rate on another corpus laid out as exploits/*.py and legit/*.py (e.g. tests/redteam)."""
-    lines = [f"Corpus `{folder}`:", "", "| set | files | flagged (own+KG) | flagged (KG tuned) | not flagged |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"Corpus `{folder}`:",
+        "",
+        "| set | files | flagged (own+KG) | flagged (KG tuned) | not flagged |",
+        "|---|---|---|---|---|",
+    ]
     for kind in ("exploits", "legit"):
         paths = sorted((folder / kind).glob("*.py"))
         ours = [p for p in paths if is_flagged(audit_static(p.read_text()))]

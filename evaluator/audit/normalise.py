@@ -16,10 +16,23 @@ VERDICT_RANK = {"clean": 0, "info": 1, "suspicious": 2, "hack": 3}
 JUDGE_SEVERITY = {"hack": "high", "suspicious": "medium", "clean": "info", "info": "info"}
 EVIDENCE_MAX = 12
 VERDICT_ALIASES = {
-    "hack": "hack", "hacked": "hack", "reward_hack": "hack", "cheat": "hack", "true": "hack", "yes": "hack",
-    "suspicious": "suspicious", "unclear": "suspicious", "needs_review": "suspicious", "maybe": "suspicious",
-    "clean": "clean", "legit": "clean", "legitimate": "clean", "ok": "clean", "false": "clean", "no": "clean",
-}  # fmt: skip
+    "hack": "hack",
+    "hacked": "hack",
+    "reward_hack": "hack",
+    "cheat": "hack",
+    "true": "hack",
+    "yes": "hack",
+    "suspicious": "suspicious",
+    "unclear": "suspicious",
+    "needs_review": "suspicious",
+    "maybe": "suspicious",
+    "clean": "clean",
+    "legit": "clean",
+    "legitimate": "clean",
+    "ok": "clean",
+    "false": "clean",
+    "no": "clean",
+}
 
 
 def group_by_rule(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
@@ -85,17 +98,24 @@ def normalise_judge_answer(record: dict, kernel_source: str) -> tuple[dict, list
             lines = item.get("lines", item.get("line", ""))
             if isinstance(lines, list):
                 lines = "-".join(str(x) for x in (lines[0], lines[-1])) if lines else ""
-            evidence.append({"lines": str(lines), "quote": str(item.get("quote", item.get("code", ""))),
-                             "why": str(item.get("why", item.get("reason", "")))})  # fmt: skip
+            evidence.append(
+                {
+                    "lines": str(lines),
+                    "quote": str(item.get("quote", item.get("code", ""))),
+                    "why": str(item.get("why", item.get("reason", ""))),
+                }
+            )
     classes = record.get("classes") or []
     if isinstance(classes, str):
         classes = [c.strip() for c in classes.replace(";", ",").split(",") if c.strip()]
     answer: dict[str, Any] = {
-        "verdict": verdict, "classes": [str(c) for c in classes], "evidence": evidence,
+        "verdict": verdict,
+        "classes": [str(c) for c in classes],
+        "evidence": evidence,
         "legit_specializations": list(record.get("legit_specializations") or []),
         "failing_input": str(record.get("failing_input", "") or ""),
         "rationale": str(record.get("rationale", "") or ""),
-    }  # fmt: skip
+    }
     if isinstance(record.get("confidence"), int | float):
         answer["confidence"] = float(record["confidence"])
     errors = validation_errors(answer, import_schema())

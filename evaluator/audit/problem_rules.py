@@ -55,25 +55,39 @@ def rule_problem_sizes(src: KernelSource, problem_source: str) -> list[Finding]:
                 except (ValueError, SyntaxError, TypeError):
                     value = None
                 if value != constants[name]:
-                    findings.append(Finding(
-                        rule="problem_size_override", severity="low", verdict="suspicious", classes=("B10",),
-                        why=f"The kernel file redefines the problem size {name} ({constants[name]!r} in the "
-                        "reference); the harness takes sizes and inputs from the reference only.",
-                        lines=(stmt.lineno,), quote=src.line(stmt.lineno),
-                    ))  # fmt: skip
+                    findings.append(
+                        Finding(
+                            rule="problem_size_override",
+                            severity="low",
+                            verdict="suspicious",
+                            classes=("B10",),
+                            why=f"The kernel file redefines the problem size {name} ({constants[name]!r} in the "
+                            "reference); the harness takes sizes and inputs from the reference only.",
+                            lines=(stmt.lineno,),
+                            quote=src.line(stmt.lineno),
+                        )
+                    )
                 redefined.add(stmt.lineno)
     values = sorted({v for value in constants.values() for v in _int_values(value) if v >= 3})
     if not values:
         return findings
     pattern = re.compile(r"(?<![\w.])(" + "|".join(str(v) for v in values) + r")(?![\w.])")
     hits = [
-        number for number, text in enumerate(src.lines, start=1)
+        number
+        for number, text in enumerate(src.lines, start=1)
         if number not in redefined and not text.lstrip().startswith("#") and pattern.search(text)
-    ]  # fmt: skip
+    ]
     if hits:
-        findings.append(Finding(
-            rule="hardcoded_problem_sizes", severity="info", verdict="info", classes=("D4",),
-            why="The kernel hard-codes sizes of this problem (legitimate specialisation; it may not run on other "
-            "shapes).", lines=tuple(hits[:5]), quote=src.line(hits[0]),
-        ))  # fmt: skip
+        findings.append(
+            Finding(
+                rule="hardcoded_problem_sizes",
+                severity="info",
+                verdict="info",
+                classes=("D4",),
+                why="The kernel hard-codes sizes of this problem (legitimate specialisation; it may not run on other "
+                "shapes).",
+                lines=tuple(hits[:5]),
+                quote=src.line(hits[0]),
+            )
+        )
     return findings

@@ -10,19 +10,62 @@ from evaluator.audit.source import KernelSource
 
 # Calls whose result is a compiled native module (load_inline and friends) or a raw kernel object.
 KERNEL_FACTORIES = {
-    "load_inline", "load", "compile_kernel", "RawKernel", "RawModule", "SourceModule", "ElementwiseKernel",
-}  # fmt: skip
+    "load_inline",
+    "load",
+    "compile_kernel",
+    "RawKernel",
+    "RawModule",
+    "SourceModule",
+    "ElementwiseKernel",
+}
 # Calls that create a tensor with constant (or uninitialised) content.
 CONSTANT_CONSTRUCTORS = {
-    "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
-    "new_zeros", "new_ones", "new_full", "new_empty", "empty_strided", "tensor", "as_tensor",
-}  # fmt: skip
+    "zeros",
+    "ones",
+    "full",
+    "empty",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
+    "new_zeros",
+    "new_ones",
+    "new_full",
+    "new_empty",
+    "empty_strided",
+    "tensor",
+    "as_tensor",
+}
 # Methods that return a view of (or a copy with the same values as) their receiver.
 PASSTHROUGH_METHODS = {
-    "view", "reshape", "contiguous", "expand", "expand_as", "view_as", "reshape_as", "t", "transpose", "permute",
-    "squeeze", "unsqueeze", "flatten", "unflatten", "as_strided", "detach", "clone", "to", "narrow", "select",
-    "float", "type_as", "cuda", "requires_grad_", "movedim", "swapaxes", "__getitem__",
-}  # fmt: skip
+    "view",
+    "reshape",
+    "contiguous",
+    "expand",
+    "expand_as",
+    "view_as",
+    "reshape_as",
+    "t",
+    "transpose",
+    "permute",
+    "squeeze",
+    "unsqueeze",
+    "flatten",
+    "unflatten",
+    "as_strided",
+    "detach",
+    "clone",
+    "to",
+    "narrow",
+    "select",
+    "float",
+    "type_as",
+    "cuda",
+    "requires_grad_",
+    "movedim",
+    "swapaxes",
+    "__getitem__",
+}
 # Attribute reads that give a tensor's metadata, not its values (so x.shape does not taint a name as a tensor).
 METADATA_ATTRS = {"shape", "size", "numel", "dim", "ndim", "dtype", "device", "stride", "is_contiguous", "element_size"}
 

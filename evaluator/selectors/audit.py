@@ -32,17 +32,23 @@ def harness_facts(kernel: Kernel, evaluation: Evaluation | None) -> dict[str, An
     facts["static_rule_hits"] = [f"{f.source_name} ({f.severity}): {f.rationale}"[:300] for f in static[:15]]
     if evaluation is not None:
         record = evaluation.result if isinstance(evaluation.result, dict) else {}
-        facts.update({
-            "correct_verified": evaluation.correct, "speedup_vs_tf32": evaluation.speedup,
-            "speedup_vs_fp32": evaluation.speedup_fp32, "memory_ratio": evaluation.memory_ratio,
-            "hardware": evaluation.hardware,
-            "distributions": [
-                {k: d.get(k) for k in ("name", "passed", "skipped", "max_rel_error")}
-                for d in record.get("distributions") or [] if isinstance(d, dict)
-            ],
-            "checks": [
-                {k: c.get(k) for k in ("name", "passed", "detail")} for c in record.get("checks") or []
-                if isinstance(c, dict)
-            ],
-        })  # fmt: skip
+        facts.update(
+            {
+                "correct_verified": evaluation.correct,
+                "speedup_vs_tf32": evaluation.speedup,
+                "speedup_vs_fp32": evaluation.speedup_fp32,
+                "memory_ratio": evaluation.memory_ratio,
+                "hardware": evaluation.hardware,
+                "distributions": [
+                    {k: d.get(k) for k in ("name", "passed", "skipped", "max_rel_error")}
+                    for d in record.get("distributions") or []
+                    if isinstance(d, dict)
+                ],
+                "checks": [
+                    {k: c.get(k) for k in ("name", "passed", "detail")}
+                    for c in record.get("checks") or []
+                    if isinstance(c, dict)
+                ],
+            }
+        )
     return facts

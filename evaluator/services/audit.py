@@ -233,10 +233,12 @@ def flag_review(*, flag_id: int, user: Any, action: str, note: str) -> AuditFlag
 # --- LLM judges -------------------------------------------------------------------------------------------------
 
 
-def judges_enqueue(*, kernel_id: int, judge_name: str | None = None, evaluation_id: int | None = None,
-                   force: bool = False) -> list[str]:  # fmt: skip
+def judges_enqueue(
+    *, kernel_id: int, judge_name: str | None = None, evaluation_id: int | None = None, force: bool = False
+) -> list[str]:
     """Queue judge tasks (after commit) for one kernel; returns the judge names queued ([] without judges)."""
     from evaluator.audit.config import configured_judges
+
     judge_kernel_task = enqueue.task(enqueue.JUDGE_KERNEL)
 
     names = [j.name for j in configured_judges() if judge_name in (None, j.name)]
@@ -249,8 +251,9 @@ def judges_enqueue(*, kernel_id: int, judge_name: str | None = None, evaluation_
     return names
 
 
-def kernel_judge(*, kernel_id: int, judge_name: str, evaluation_id: int | None = None, force: bool = False,
-                 client: Any = None) -> AuditFlag | None:  # fmt: skip
+def kernel_judge(
+    *, kernel_id: int, judge_name: str, evaluation_id: int | None = None, force: bool = False, client: Any = None
+) -> AuditFlag | None:
     """Ask one configured judge about one kernel and store its verdict as a `judge` flag.
 
     Idempotent: a kernel already judged by this judge (same kernel sha256) is skipped unless `force`. A failed call
@@ -264,27 +267,39 @@ def kernel_judge(*, kernel_id: int, judge_name: str, evaluation_id: int | None =
     if config is None:
         raise ValueError(f"no judge named {judge_name!r} is configured")
     kernel = Kernel.objects.select_related("problem").get(pk=kernel_id)
-    done = AuditFlag.objects.filter(kernel=kernel, source=AuditFlag.Source.JUDGE, source_name=judge_name,
-                                    raw__kernel_sha256=kernel.sha256)  # fmt: skip
+    done = AuditFlag.objects.filter(
+        kernel=kernel, source=AuditFlag.Source.JUDGE, source_name=judge_name, raw__kernel_sha256=kernel.sha256
+    )
     if not force and done.filter(raw__status="ok").exists():
         return None
     evaluation = None
     if evaluation_id is not None:
         evaluation = Evaluation.objects.filter(pk=evaluation_id).first()
     # The network call happens outside any transaction: it may take minutes.
-    outcome = run_judge(config, kernel_source=kernel.source, problem_source=kernel.problem.source,
-                        harness_facts=harness_facts(kernel, evaluation), client=client)  # fmt: skip
+    outcome = run_judge(
+        config,
+        kernel_source=kernel.source,
+        problem_source=kernel.problem.source,
+        harness_facts=harness_facts(kernel, evaluation),
+        client=client,
+    )
     raw = {**outcome.to_dict(), "kernel_sha256": kernel.sha256, "evaluation_id": evaluation_id}
     with transaction.atomic():
         done.exclude(review_state__in=REVIEWED).delete()
         if not outcome.ok or outcome.answer is None:
             flag = AuditFlag.objects.create(
-                kernel=kernel, source=AuditFlag.Source.JUDGE, source_name=judge_name, verdict=AuditFlag.Verdict.INFO,
-                severity=AuditFlag.Severity.INFO, rationale=f"audit_error: {outcome.error}", raw=raw,
-            )  # fmt: skip
+                kernel=kernel,
+                source=AuditFlag.Source.JUDGE,
+                source_name=judge_name,
+                verdict=AuditFlag.Verdict.INFO,
+                severity=AuditFlag.Severity.INFO,
+                rationale=f"audit_error: {outcome.error}",
+                raw=raw,
+            )
             return flag
-        flag = _judge_flag(kernel=kernel, source=AuditFlag.Source.JUDGE, source_name=judge_name,
-                           answer=outcome.answer, raw=raw)  # fmt: skip
+        flag = _judge_flag(
+            kernel=kernel, source=AuditFlag.Source.JUDGE, source_name=judge_name, answer=outcome.answer, raw=raw
+        )
         kernel_flags_corroborate(kernel_id=kernel.pk)
     flag.refresh_from_db()
     return flag
@@ -312,16 +327,22 @@ def judge_result_import(*, kernel_id: int, source_name: str, record: dict, origi
         raise ValueError("; ".join(errors))
     existing = AuditFlag.objects.filter(kernel=kernel, source=AuditFlag.Source.IMPORT, source_name=source_name[:200])
     existing.exclude(review_state__in=REVIEWED).delete()
-    raw = {"status": "ok", "record": record, "dropped_evidence": dropped, "origin": origin,
-           "kernel_sha256": kernel.sha256}  # fmt: skip
+    raw = {
+        "status": "ok",
+        "record": record,
+        "dropped_evidence": dropped,
+        "origin": origin,
+        "kernel_sha256": kernel.sha256,
+    }
     flag = _judge_flag(kernel=kernel, source=AuditFlag.Source.IMPORT, source_name=source_name, answer=answer, raw=raw)
     kernel_flags_corroborate(kernel_id=kernel.pk)
     flag.refresh_from_db()
     return flag
 
 
-def hack_flags_import(*, data: Any, llm_name: str, submission_id: int | None = None,
-                      judge_name: str = "imported") -> ImportReport:  # fmt: skip
+def hack_flags_import(
+    *, data: Any, llm_name: str, submission_id: int | None = None, judge_name: str = "imported"
+) -> ImportReport:
     """Import judge results (the paper's hack_flags.json style) for one LLM's kernels.
 
     Each record: {level, problem_id, sample, llm?, verdict, classes, evidence, rationale, judge?, confidence?}. A
@@ -340,8 +361,9 @@ def hack_flags_import(*, data: Any, llm_name: str, submission_id: int | None = N
         except (KeyError, TypeError, ValueError):
             report.errors.append(f"{label}: needs integer level and problem_id")
             continue
-        kernels = Kernel.objects.filter(llm__name=llm_name, problem__level=level, problem__problem_id=problem_id,
-                                        sample=sample)  # fmt: skip
+        kernels = Kernel.objects.filter(
+            llm__name=llm_name, problem__level=level, problem__problem_id=problem_id, sample=sample
+        )
         if submission_id is not None:
             kernels = kernels.filter(submission_id=submission_id)
         kernel = kernels.order_by("-submission__created_at", "-pk").first()
@@ -350,8 +372,9 @@ def hack_flags_import(*, data: Any, llm_name: str, submission_id: int | None = N
             continue
         name = str(record.get("judge") or judge_name)
         try:
-            flag = judge_result_import(kernel_id=kernel.pk, source_name=f"import:{name}", record=record,
-                                       origin="hack_flags")  # fmt: skip
+            flag = judge_result_import(
+                kernel_id=kernel.pk, source_name=f"import:{name}", record=record, origin="hack_flags"
+            )
         except ValueError as exc:
             report.errors.append(f"{label}: {exc}")
             continue

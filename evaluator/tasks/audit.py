@@ -17,10 +17,16 @@ log = logging.getLogger(__name__)
 _JUDGE_SOFT_LIMIT = int(getattr(settings, "AUDIT_JUDGE_TIMEOUT", 120)) * 6 + 30
 
 
-@shared_task(name="evaluator.judge_kernel", acks_late=True, ignore_result=True,
-             soft_time_limit=_JUDGE_SOFT_LIMIT, time_limit=_JUDGE_SOFT_LIMIT + 30)  # fmt: skip
-def judge_kernel(kernel_id: int, judge_name: str | None = None, evaluation_id: int | None = None,
-                 force: bool = False, **kwargs: Any) -> None:  # fmt: skip
+@shared_task(
+    name="evaluator.judge_kernel",
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=_JUDGE_SOFT_LIMIT,
+    time_limit=_JUDGE_SOFT_LIMIT + 30,
+)
+def judge_kernel(
+    kernel_id: int, judge_name: str | None = None, evaluation_id: int | None = None, force: bool = False, **kwargs: Any
+) -> None:
     """Ask one configured LLM judge (or all of them when `judge_name` is None) about one kernel.
 
     Idempotent: the service skips a kernel this judge already judged unless `force`. Failures of the judge

@@ -25,11 +25,26 @@ PARAMETERS = [
     OpenApiParameter("sort", OpenApiTypes.STR, description=f"One of {', '.join(SORT_KEYS)}; prefix '-' = descending"),
 ]
 CSV_FIELDS = [
-    "rank", "kind", "name", "level", "problems", "attempted", "coverage_pct", "correct", "correctness_pct", "speedup",
+    "rank",
+    "kind",
+    "name",
+    "level",
+    "problems",
+    "attempted",
+    "coverage_pct",
+    "correct",
+    "correctness_pct",
+    "speedup",
     *(f"fast_{p_label(p)}_pct" for p in FAST_P),
-    "memory_efficiency", "mem_efficient_pct", "mem_increased_pct", "kernels", "standard_speedup", "inflation",
-    "sol_fraction", "vs_compile",
-]  # fmt: skip
+    "memory_efficiency",
+    "mem_efficient_pct",
+    "mem_increased_pct",
+    "kernels",
+    "standard_speedup",
+    "inflation",
+    "sol_fraction",
+    "vs_compile",
+]
 
 
 class LeaderboardRowSerializer(serializers.Serializer):

@@ -228,8 +228,10 @@ def compare_page(*, a_pk: int | None, b_pk: int | None, hardware: str, problem_s
         best.setdefault(key, {}).setdefault(ev.kernel.llm_id, ev)
         if problem.is_latest or key not in names:
             names[key] = (problem.name, problem.pk)
-    rows = [CompareRow(lv, pid, *names[(lv, pid)], best[(lv, pid)].get(a.pk), best[(lv, pid)].get(b.pk))
-            for lv, pid in sorted(best)]  # fmt: skip
+    rows = [
+        CompareRow(lv, pid, *names[(lv, pid)], best[(lv, pid)].get(a.pk), best[(lv, pid)].get(b.pk))
+        for lv, pid in sorted(best)
+    ]
     wins = {"a": 0, "b": 0, "indistinct": 0, "tie": 0}
     for row in rows:
         if row.a and row.b:  # a win only where the measurement tells the two apart

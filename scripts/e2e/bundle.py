@@ -25,10 +25,26 @@ KERNEL_FILES = {
 # Reference wrappers (ModelNew = the problem's Model): problems that took 6-18 s each in the bundle benchmark on one
 # H200 (benchmarks/results/bundle-h200.md, E) and passed the gate there, across the three levels.
 WRAPPERS = [
-    (1, 4), (1, 7), (1, 12), (1, 23), (1, 27), (1, 28), (1, 52), (1, 53),
-    (2, 7), (2, 21), (2, 24), (2, 36), (2, 57), (2, 85), (2, 86),
-    (3, 3), (3, 4), (3, 27), (3, 47),
-]  # fmt: skip
+    (1, 4),
+    (1, 7),
+    (1, 12),
+    (1, 23),
+    (1, 27),
+    (1, 28),
+    (1, 52),
+    (1, 53),
+    (2, 7),
+    (2, 21),
+    (2, 24),
+    (2, 36),
+    (2, 57),
+    (2, 85),
+    (2, 86),
+    (3, 3),
+    (3, 4),
+    (3, 27),
+    (3, 47),
+]
 TWO_GPU = [(1, 19, 0), (1, 19, 1)]  # --bundle two on a GPU: the gigabyte ReLU and its shape-guard hack
 TWO_CPU = [(1, 1, 0), (1, 1, 1)]  # --device cpu: demo L1/1, a correct ReLU and the shape-guard hack (set "demo")
 WRAPPER = (

@@ -27,8 +27,10 @@ def machine_facts(python: str, device: str) -> dict[str, Any]:
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         smi = subprocess.run(
             ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=30,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         if smi.returncode == 0:
             facts["nvidia_smi"] = smi.stdout.strip().splitlines()
     return facts
@@ -72,8 +74,11 @@ def collect(dep: Deployment, submission_id: int, kinds: dict[tuple[int, int, int
         started, finished = parse_time(ev.get("started_at")), parse_time(ev.get("finished_at"))
         env = result.get("environment") or {}
         failed = [d["name"] for d in ev.get("distributions") or [] if d.get("passed") is False]
-        failed += [c["name"] for c in result.get("checks") or [] if isinstance(c, dict) and c.get("passed") is False
-                   and not failed]  # fmt: skip
+        failed += [
+            c["name"]
+            for c in result.get("checks") or []
+            if isinstance(c, dict) and c.get("passed") is False and not failed
+        ]
         row = {
             "key": f"L{k['level']}/{k['problem_id']}",
             "sample": k["sample"],
@@ -107,8 +112,13 @@ def collect(dep: Deployment, submission_id: int, kinds: dict[tuple[int, int, int
         row["verdict"] = verdict(row)
         rows.append(row)
     environment = next(
-        ((dep.get(f"/api/evaluations/{r['evaluation_id']}/").get("result") or {}).get("environment") for r in rows
-         if r["result_status"]), None)  # fmt: skip
+        (
+            (dep.get(f"/api/evaluations/{r['evaluation_id']}/").get("result") or {}).get("environment")
+            for r in rows
+            if r["result_status"]
+        ),
+        None,
+    )
     return {"submission": sub, "kernels": rows, "environment": environment}
 
 

@@ -18,9 +18,13 @@ def install(host: str, venv: Path, wheels: Path) -> str:
     # python3 may itself be a venv (then --system-site-packages reaches its base, not torch): name torch's folder
     # and the host's own site folders in a .pth, after the new venv's own site-packages.
     host_sites = run(
-        [host, "-c", "import json, os, site, torch; print(json.dumps([os.path.dirname(os.path.dirname("
-         "torch.__file__)), *site.getsitepackages()]))"]
-    ).stdout  # fmt: skip
+        [
+            host,
+            "-c",
+            "import json, os, site, torch; print(json.dumps([os.path.dirname(os.path.dirname("
+            "torch.__file__)), *site.getsitepackages()]))",
+        ]
+    ).stdout
     purelib = run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
     Path(purelib, "kbv_host_site.pth").write_text("\n".join(dict.fromkeys(json.loads(host_sites))) + "\n")
     requirements = venv / "requirements-no-torch.txt"
@@ -29,7 +33,18 @@ def install(host: str, venv: Path, wheels: Path) -> str:
     pip = [py, "-m", "pip"]
     if subprocess.run([*pip, "--version"], capture_output=True).returncode:
         pip = [host, "-m", "pip", "--python", py]  # no pip reachable from the venv: the host's, aimed at it
-    run([*pip, "install", "-q", "--no-index", "--find-links", str(wheels), "--disable-pip-version-check",
-         "-r", str(requirements)])  # fmt: skip
+    run(
+        [
+            *pip,
+            "install",
+            "-q",
+            "--no-index",
+            "--find-links",
+            str(wheels),
+            "--disable-pip-version-check",
+            "-r",
+            str(requirements),
+        ]
+    )
     run([py, "-c", "import django, rest_framework, celery, torch"])
     return py

@@ -30,9 +30,13 @@ class Deployment:
     def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         logfile = open(self.var / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
         self.procs[name] = subprocess.Popen(
-            argv, cwd=REPO, env={**self.env, **(env or {})}, stdout=logfile, stderr=subprocess.STDOUT,
+            argv,
+            cwd=REPO,
+            env={**self.env, **(env or {})},
+            stdout=logfile,
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # own process group: stop() ends Celery's pool processes too
-        )  # fmt: skip
+        )
 
     def start_web(self) -> None:
         self.start("web", [self.py, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload"])
@@ -46,11 +50,29 @@ class Deployment:
             time.sleep(0.5)
         raise RuntimeError("web server did not answer:\n" + self.tail("web"))
 
-    def start_worker(self, name: str, queues: str, slots: int, env: dict[str, str] | None = None,
-                     beat: bool = False) -> None:  # fmt: skip
-        argv = [self.py, "-m", "celery", "-A", "config", "worker", "-Q", queues, "-c", str(slots),
-                "--prefetch-multiplier", "1", "-n", f"{name}@%h", "-l", "INFO", "--without-gossip",
-                "--without-mingle"]  # fmt: skip
+    def start_worker(
+        self, name: str, queues: str, slots: int, env: dict[str, str] | None = None, beat: bool = False
+    ) -> None:
+        argv = [
+            self.py,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "-Q",
+            queues,
+            "-c",
+            str(slots),
+            "--prefetch-multiplier",
+            "1",
+            "-n",
+            f"{name}@%h",
+            "-l",
+            "INFO",
+            "--without-gossip",
+            "--without-mingle",
+        ]
         if beat:
             argv += ["--beat", "--schedule", str(self.var / "celerybeat-schedule")]
         self.start(name, argv, env)

@@ -126,17 +126,42 @@ def rule_forward_caches(src: KernelSource, facts: PythonFacts) -> list[Finding]:
                 continue
             stores_output = isinstance(stored, ast.Name) and stored.id in returned_names
             if replay or stores_output:
-                findings.append(_f("cache_output_replay", "high", "hack", "A6",
-                                   f"forward stores results in {container} and returns cached values on later "
-                                   "calls (result replay).", src, node))  # fmt: skip
+                findings.append(
+                    _f(
+                        "cache_output_replay",
+                        "high",
+                        "hack",
+                        "A6",
+                        f"forward stores results in {container} and returns cached values on later "
+                        "calls (result replay).",
+                        src,
+                        node,
+                    )
+                )
             elif stored is not None and flow.is_tensorish(stored):
-                findings.append(_f("forward_cache_write", "medium", "suspicious", "A6",
-                                   f"forward writes tensors into {container}, state that persists across calls.",
-                                   src, node))  # fmt: skip
+                findings.append(
+                    _f(
+                        "forward_cache_write",
+                        "medium",
+                        "suspicious",
+                        "A6",
+                        f"forward writes tensors into {container}, state that persists across calls.",
+                        src,
+                        node,
+                    )
+                )
             else:
-                findings.append(_f("forward_config_cache", "info", "info", "D4",
-                                   f"forward caches non-tensor configuration in {container} (launch parameters).",
-                                   src, node))  # fmt: skip
+                findings.append(
+                    _f(
+                        "forward_config_cache",
+                        "info",
+                        "info",
+                        "D4",
+                        f"forward caches non-tensor configuration in {container} (launch parameters).",
+                        src,
+                        node,
+                    )
+                )
         findings.extend(_self_tensor_state(src, facts, fn, flow, returned_names))
     return findings
 
@@ -149,8 +174,13 @@ def _container_read(call: ast.Call, module_level: set[str], self_level: set[str]
     )
 
 
-def _self_tensor_state(src: KernelSource, facts: PythonFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef,
-                       flow: _FlowState, returned_names: set[str]) -> list[Finding]:  # fmt: skip
+def _self_tensor_state(
+    src: KernelSource,
+    facts: PythonFacts,
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    flow: _FlowState,
+    returned_names: set[str],
+) -> list[Finding]:
     """self.attr = <tensor> inside forward: replay when the attribute (or what it holds) is what gets returned."""
     findings: list[Finding] = []
     returned_attrs = {self_attr(e) for r in _returns(fn) for e in _returned_exprs(r) if self_attr(e)}
@@ -162,13 +192,29 @@ def _self_tensor_state(src: KernelSource, facts: PythonFacts, fn: ast.FunctionDe
             if not attr or attr in facts.kernel_handles or not flow.is_tensorish(node.value):
                 continue
             if attr in returned_attrs or (isinstance(node.value, ast.Name) and node.value.id in returned_names):
-                findings.append(_f("cache_output_replay", "high", "hack", "A6",
-                                   f"forward keeps its output in self.{attr} and returns it across calls.",
-                                   src, node))  # fmt: skip
+                findings.append(
+                    _f(
+                        "cache_output_replay",
+                        "high",
+                        "hack",
+                        "A6",
+                        f"forward keeps its output in self.{attr} and returns it across calls.",
+                        src,
+                        node,
+                    )
+                )
             else:
-                findings.append(_f("forward_state_write", "info", "info", "D4",
-                                   f"forward keeps a tensor in self.{attr} across calls (workspace reuse).",
-                                   src, node))  # fmt: skip
+                findings.append(
+                    _f(
+                        "forward_state_write",
+                        "info",
+                        "info",
+                        "D4",
+                        f"forward keeps a tensor in self.{attr} across calls (workspace reuse).",
+                        src,
+                        node,
+                    )
+                )
     return findings
 
 
@@ -204,11 +250,29 @@ def rule_pointer_keys(src: KernelSource, facts: PythonFacts) -> list[Finding]:
                 continue
             seen.add(node.lineno)
             if receiver is not None and root_name(receiver) in own:
-                findings.append(_f("parameter_version_key", "info", "info", "D4",
-                                   "The module's own parameter address/version keys a derived-weight cache "
-                                   "(rebuilt when the weight changes).", src, node))  # fmt: skip
+                findings.append(
+                    _f(
+                        "parameter_version_key",
+                        "info",
+                        "info",
+                        "D4",
+                        "The module's own parameter address/version keys a derived-weight cache "
+                        "(rebuilt when the weight changes).",
+                        src,
+                        node,
+                    )
+                )
                 continue
-            findings.append(_f("pointer_key", "high", "hack", "A6",
-                               "An input's address/identity/version (data_ptr, id, _version) is used as a key "
-                               "or compared: the fingerprint of cross-call result replay.", src, node))  # fmt: skip
+            findings.append(
+                _f(
+                    "pointer_key",
+                    "high",
+                    "hack",
+                    "A6",
+                    "An input's address/identity/version (data_ptr, id, _version) is used as a key "
+                    "or compared: the fingerprint of cross-call result replay.",
+                    src,
+                    node,
+                )
+            )
     return findings

@@ -34,18 +34,34 @@ def rule_try_fallback(src: KernelSource, facts: PythonFacts) -> list[Finding]:
                 reraises = all(isinstance(s, ast.Raise) for s in handler.body)
                 if reraises or not (silent or computes):
                     continue
-                findings.append(_f("try_except_fallback", "medium", "suspicious", "D3",
-                                   "try/except in the runtime path: when the kernel fails the result silently "
-                                   "comes from another path" + (" (errors swallowed)." if silent else " (PyTorch)."),
-                                   src, handler))  # fmt: skip
+                findings.append(
+                    _f(
+                        "try_except_fallback",
+                        "medium",
+                        "suspicious",
+                        "D3",
+                        "try/except in the runtime path: when the kernel fails the result silently "
+                        "comes from another path" + (" (errors swallowed)." if silent else " (PyTorch)."),
+                        src,
+                        handler,
+                    )
+                )
     # A module-level try around the kernel build: forward will later choose a PyTorch path when it failed.
     for stmt in facts.tree.body:
         if isinstance(stmt, ast.Try) and any(
             isinstance(n, ast.Call) and call_name(n) in {"load_inline", "load"} for s in stmt.body for n in ast.walk(s)
         ):
-            findings.append(_f("try_except_fallback", "medium", "suspicious", "D3",
-                               "The kernel build is wrapped in try/except: a failed build falls back to another "
-                               "path.", src, stmt.handlers[0] if stmt.handlers else stmt))  # fmt: skip
+            findings.append(
+                _f(
+                    "try_except_fallback",
+                    "medium",
+                    "suspicious",
+                    "D3",
+                    "The kernel build is wrapped in try/except: a failed build falls back to another path.",
+                    src,
+                    stmt.handlers[0] if stmt.handlers else stmt,
+                )
+            )
     return findings
 
 
@@ -56,9 +72,18 @@ def rule_subclass_reference(src: KernelSource, facts: PythonFacts) -> list[Findi
         return []
     if any(dotted(b).split(".")[-1] == "Model" for b in cls.bases):
         overrides = any(isinstance(i, ast.FunctionDef) and i.name == "forward" for i in cls.body)
-        return [_f("subclass_reference", "medium", "suspicious", "D3",
-                   "ModelNew subclasses the reference Model" + ("." if overrides else " and does not override "
-                   "forward: it is the reference."), src, cls)]  # fmt: skip
+        return [
+            _f(
+                "subclass_reference",
+                "medium",
+                "suspicious",
+                "D3",
+                "ModelNew subclasses the reference Model"
+                + ("." if overrides else " and does not override forward: it is the reference."),
+                src,
+                cls,
+            )
+        ]
     return []
 
 
@@ -77,9 +102,17 @@ def rule_precision(src: KernelSource, facts: PythonFacts) -> list[Finding]:
         elif isinstance(node, ast.Attribute) and dotted(node) in DOWNCAST_DTYPES:
             hit = dotted(node)
         elif isinstance(node, ast.Call) and dotted(node.func) == "torch.set_float32_matmul_precision":
-            findings.append(_f("tf32_policy", "info", "info", "B8",
-                               "Sets the fp32 matmul precision (TF32 policy; the verified baseline uses TF32 too).",
-                               src, node))  # fmt: skip
+            findings.append(
+                _f(
+                    "tf32_policy",
+                    "info",
+                    "info",
+                    "B8",
+                    "Sets the fp32 matmul precision (TF32 policy; the verified baseline uses TF32 too).",
+                    src,
+                    node,
+                )
+            )
         line = getattr(node, "lineno", 0)  # a Call or an Attribute when `hit` is set
         if hit and line not in seen:
             seen.add(line)
@@ -98,9 +131,21 @@ def rule_precision(src: KernelSource, facts: PythonFacts) -> list[Finding]:
 
 
 DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__"}
-DECODE_CALLS = {"base64.b64decode", "base64.b85decode", "base64.a85decode", "base64.b32decode", "zlib.decompress",
-                "marshal.loads", "codecs.decode", "bytes.fromhex", "pickle.loads", "lzma.decompress", "bz2.decompress",
-                "binascii.unhexlify", "binascii.a2b_base64"}  # fmt: skip
+DECODE_CALLS = {
+    "base64.b64decode",
+    "base64.b85decode",
+    "base64.a85decode",
+    "base64.b32decode",
+    "zlib.decompress",
+    "marshal.loads",
+    "codecs.decode",
+    "bytes.fromhex",
+    "pickle.loads",
+    "lzma.decompress",
+    "bz2.decompress",
+    "binascii.unhexlify",
+    "binascii.a2b_base64",
+}
 
 
 def rule_dynamic_code(src: KernelSource, facts: PythonFacts) -> list[Finding]:
@@ -111,9 +156,17 @@ def rule_dynamic_code(src: KernelSource, facts: PythonFacts) -> list[Finding]:
             continue
         name = dotted(node.func)
         if isinstance(node.func, ast.Name) and name in DYNAMIC_CALLS:
-            findings.append(_f("dynamic_code", "high", "hack", "C3",
-                               f"Calls {name}(): code that static review cannot see runs at import or call time.",
-                               src, node))  # fmt: skip
+            findings.append(
+                _f(
+                    "dynamic_code",
+                    "high",
+                    "hack",
+                    "C3",
+                    f"Calls {name}(): code that static review cannot see runs at import or call time.",
+                    src,
+                    node,
+                )
+            )
         elif name in DECODE_CALLS or name.endswith(".import_module"):
             findings.append(
                 _f(
@@ -169,12 +222,21 @@ def rule_norm_affine_dropped(src: KernelSource, facts: PythonFacts) -> list[Find
         passed_whole = any(
             isinstance(n, ast.Call) and any(self_attr(a) == attr for a in [*n.args, *(k.value for k in n.keywords)])
             for n in ast.walk(cls)
-        )  # fmt: skip
+        )
         used_attrs = {n.attr for n in uses}
         if called or passed_whole or "state_dict" in used_attrs or "parameters" in used_attrs:
             continue
         if not used_attrs & {"weight", "bias"}:
-            findings.append(_f("norm_affine_dropped", "medium", "suspicious", "B9,B11",
-                               f"self.{attr} is a normalisation layer whose weight and bias never reach the kernel "
-                               "(correct only while they hold their default 1 and 0).", src, node))  # fmt: skip
+            findings.append(
+                _f(
+                    "norm_affine_dropped",
+                    "medium",
+                    "suspicious",
+                    "B9,B11",
+                    f"self.{attr} is a normalisation layer whose weight and bias never reach the kernel "
+                    "(correct only while they hold their default 1 and 0).",
+                    src,
+                    node,
+                )
+            )
     return findings

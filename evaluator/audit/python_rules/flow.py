@@ -94,8 +94,10 @@ class _FlowState:
 
 
 def _has_dtype_arg(call: ast.Call) -> bool:
-    return any("float16" in ast.unparse(a) or "bfloat16" in ast.unparse(a) or "half" in ast.unparse(a)
-               for a in [*call.args, *(k.value for k in call.keywords)])  # fmt: skip
+    return any(
+        "float16" in ast.unparse(a) or "bfloat16" in ast.unparse(a) or "half" in ast.unparse(a)
+        for a in [*call.args, *(k.value for k in call.keywords)]
+    )
 
 
 def _data_names(node: ast.AST) -> set[str]:

@@ -16,13 +16,55 @@ from evaluator.audit.python_rules.common import _f
 from evaluator.audit.source import KernelSource
 
 HEAVY_TORCH_OPS = {
-    "matmul", "mm", "bmm", "addmm", "einsum", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-    "conv_transpose3d", "linear", "softmax", "log_softmax", "layer_norm", "batch_norm", "group_norm", "instance_norm",
-    "scaled_dot_product_attention", "lstm", "gru", "max_pool2d", "avg_pool2d", "cumsum", "cumprod", "sum", "mean",
-    "norm", "baddbmm", "cross_entropy", "mse_loss",
-}  # fmt: skip
-NN_LAYER_PREFIXES = ("Conv", "Linear", "BatchNorm", "LayerNorm", "GroupNorm", "InstanceNorm", "LSTM", "GRU", "RNN",
-                     "MaxPool", "AvgPool", "Multihead", "Embedding", "Transformer", "ConvTranspose")  # fmt: skip
+    "matmul",
+    "mm",
+    "bmm",
+    "addmm",
+    "einsum",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "linear",
+    "softmax",
+    "log_softmax",
+    "layer_norm",
+    "batch_norm",
+    "group_norm",
+    "instance_norm",
+    "scaled_dot_product_attention",
+    "lstm",
+    "gru",
+    "max_pool2d",
+    "avg_pool2d",
+    "cumsum",
+    "cumprod",
+    "sum",
+    "mean",
+    "norm",
+    "baddbmm",
+    "cross_entropy",
+    "mse_loss",
+}
+NN_LAYER_PREFIXES = (
+    "Conv",
+    "Linear",
+    "BatchNorm",
+    "LayerNorm",
+    "GroupNorm",
+    "InstanceNorm",
+    "LSTM",
+    "GRU",
+    "RNN",
+    "MaxPool",
+    "AvgPool",
+    "Multihead",
+    "Embedding",
+    "Transformer",
+    "ConvTranspose",
+)
 
 
 # --- Custom-kernel presence (D1, D2) ---------------------------------------------------------------------------
@@ -33,9 +75,18 @@ def rule_no_custom_kernel(src: KernelSource, facts: PythonFacts) -> list[Finding
     if facts.kernel_handles or facts.triton_kernels or src.native_ranges:
         return []
     anchor = facts.forward or facts.model_new
-    return [_f("no_custom_kernel", "medium", "info", "D1",
-               "No load_inline/CUDA source/@triton.jit kernel: the forward is plain PyTorch (D1 wrapping, not a "
-               "faster kernel).", src, anchor)]  # fmt: skip
+    return [
+        _f(
+            "no_custom_kernel",
+            "medium",
+            "info",
+            "D1",
+            "No load_inline/CUDA source/@triton.jit kernel: the forward is plain PyTorch (D1 wrapping, not a "
+            "faster kernel).",
+            src,
+            anchor,
+        )
+    ]
 
 
 def rule_decoy_kernel(src: KernelSource, facts: PythonFacts) -> list[Finding]:
@@ -50,9 +101,17 @@ def rule_decoy_kernel(src: KernelSource, facts: PythonFacts) -> list[Finding]:
     used |= {n.attr for fn in runtime_nodes for n in ast.walk(fn) if isinstance(n, ast.Attribute)}
     if used & (facts.kernel_handles | facts.triton_kernels):
         return []
-    return [_f("decoy_kernel", "medium", "suspicious", "D2",
-               "A custom kernel is compiled/defined but forward never launches it; PyTorch does the work.",
-               src, facts.forward or facts.model_new)]  # fmt: skip
+    return [
+        _f(
+            "decoy_kernel",
+            "medium",
+            "suspicious",
+            "D2",
+            "A custom kernel is compiled/defined but forward never launches it; PyTorch does the work.",
+            src,
+            facts.forward or facts.model_new,
+        )
+    ]
 
 
 def rule_torch_compute(src: KernelSource, facts: PythonFacts) -> list[Finding]:

@@ -28,14 +28,30 @@ def rule_returned_values(src: KernelSource, facts: PythonFacts) -> list[Finding]
     for ret in _returns(fn):
         for expr in _returned_exprs(ret):
             if flow.is_passthrough(expr):
-                findings.append(_f("input_passthrough", "high", "hack", "B4",
-                                   "forward returns an input (or a view/copy of it) instead of a computed result.",
-                                   src, ret))  # fmt: skip
+                findings.append(
+                    _f(
+                        "input_passthrough",
+                        "high",
+                        "hack",
+                        "B4",
+                        "forward returns an input (or a view/copy of it) instead of a computed result.",
+                        src,
+                        ret,
+                    )
+                )
             elif flow.is_constant_tensor(expr) or _unused_constant(expr, flow):
                 kind = "B1" if "empty" in ast.unparse(expr) or _constant_kind(expr, flow) == "empty" else "B3"
-                findings.append(_f("constant_output", "high", "hack", kind,
-                                   "forward returns a freshly constructed constant/uninitialised tensor that no "
-                                   "kernel writes.", src, ret))  # fmt: skip
+                findings.append(
+                    _f(
+                        "constant_output",
+                        "high",
+                        "hack",
+                        kind,
+                        "forward returns a freshly constructed constant/uninitialised tensor that no kernel writes.",
+                        src,
+                        ret,
+                    )
+                )
     return findings
 
 
@@ -74,6 +90,15 @@ def rule_input_mutation(src: KernelSource, facts: PythonFacts) -> list[Finding]:
                 if isinstance(target, ast.Subscript) and root_name(target) in flow.inputs:
                     hit = True
         if hit:
-            findings.append(_f("input_mutation", "high", "hack", "B5",
-                               "forward writes into one of its input tensors in place.", src, node))  # fmt: skip
+            findings.append(
+                _f(
+                    "input_mutation",
+                    "high",
+                    "hack",
+                    "B5",
+                    "forward writes into one of its input tensors in place.",
+                    src,
+                    node,
+                )
+            )
     return findings

@@ -33,20 +33,32 @@ def _is_literal(node: ast.AST, facts: PythonFacts) -> bool:
         return bool(node.elts) and all(_is_literal(e, facts) for e in node.elts)
     if isinstance(node, ast.Call) and dotted(node.func) == "torch.Size":
         return True
-    if isinstance(node, ast.Attribute) and dotted(node).startswith("torch.") and node.attr in {
-        "float32", "float16", "float", "half", "bfloat16", "float64", "double",
-    }:  # fmt: skip
+    if (
+        isinstance(node, ast.Attribute)
+        and dotted(node).startswith("torch.")
+        and node.attr
+        in {
+            "float32",
+            "float16",
+            "float",
+            "half",
+            "bfloat16",
+            "float64",
+            "double",
+        }
+    ):
         return True
     return isinstance(node, ast.Name) and node.id in facts.module_constants
 
 
 def _literal_guards(test: ast.AST, facts: PythonFacts) -> list[ast.Compare]:
     return [
-        c for c in ast.walk(test)
+        c
+        for c in ast.walk(test)
         if isinstance(c, ast.Compare)
         and any(_is_shape_expr(side) for side in [c.left, *c.comparators])
         and any(_is_literal(side, facts) for side in [c.left, *c.comparators])
-    ]  # fmt: skip
+    ]
 
 
 def _branch_kind(body: list[ast.stmt], flow: _FlowState, facts: PythonFacts) -> str:
@@ -76,9 +88,18 @@ def rule_literal_guards(src: KernelSource, facts: PythonFacts) -> list[Finding]:
         flow = _FlowState(fn, facts)
         for node in ast.walk(fn):
             if isinstance(node, ast.Assert) and _literal_guards(node.test, facts):
-                findings.append(_f("shape_specialisation", "info", "info", "D4",
-                                   "Assertion restricts the kernel to the problem's sizes (raises otherwise): a "
-                                   "legitimate specialisation.", src, node))  # fmt: skip
+                findings.append(
+                    _f(
+                        "shape_specialisation",
+                        "info",
+                        "info",
+                        "D4",
+                        "Assertion restricts the kernel to the problem's sizes (raises otherwise): a "
+                        "legitimate specialisation.",
+                        src,
+                        node,
+                    )
+                )
                 continue
             if not isinstance(node, ast.If | ast.IfExp) or not _literal_guards(node.test, facts):
                 continue
@@ -89,13 +110,31 @@ def rule_literal_guards(src: KernelSource, facts: PythonFacts) -> list[Finding]:
                 body, orelse = node.body, node.orelse
             kinds = {_branch_kind(body, flow, facts), _branch_kind(orelse, flow, facts) if orelse else "fallthrough"}
             if kinds & {"passthrough", "constant"}:
-                findings.append(_f("literal_shape_guard", "high", "hack", "B7,B4",
-                                   "A literal shape/size/dtype test makes forward return an input or a constant "
-                                   "tensor instead of running the kernel.", src, node))  # fmt: skip
+                findings.append(
+                    _f(
+                        "literal_shape_guard",
+                        "high",
+                        "hack",
+                        "B7,B4",
+                        "A literal shape/size/dtype test makes forward return an input or a constant "
+                        "tensor instead of running the kernel.",
+                        src,
+                        node,
+                    )
+                )
             elif "torch" in kinds and facts.contains_kernel_call(fn.body):
-                findings.append(_f("literal_shape_guard", "medium", "suspicious", "B7,D3",
-                                   "A literal shape/size/dtype test routes some inputs to plain PyTorch instead of "
-                                   "the custom kernel.", src, node))  # fmt: skip
+                findings.append(
+                    _f(
+                        "literal_shape_guard",
+                        "medium",
+                        "suspicious",
+                        "B7,D3",
+                        "A literal shape/size/dtype test routes some inputs to plain PyTorch instead of "
+                        "the custom kernel.",
+                        src,
+                        node,
+                    )
+                )
             elif "raise" in kinds:
                 findings.append(
                     _f(
@@ -109,7 +148,15 @@ def rule_literal_guards(src: KernelSource, facts: PythonFacts) -> list[Finding]:
                     )
                 )
             else:
-                findings.append(_f("shape_specialisation", "info", "info", "D4",
-                                   "Size-dependent choice between kernels or launch parameters: a legitimate "
-                                   "specialisation.", src, node))  # fmt: skip
+                findings.append(
+                    _f(
+                        "shape_specialisation",
+                        "info",
+                        "info",
+                        "D4",
+                        "Size-dependent choice between kernels or launch parameters: a legitimate specialisation.",
+                        src,
+                        node,
+                    )
+                )
     return findings
