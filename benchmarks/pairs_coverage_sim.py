@@ -29,8 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluator.harness.orchestrator.timing_phase import WIDTH_RULE_PAIRS  # noqa: E402
-from evaluator.harness.timing import (  # noqa: E402
+from evaluator.harness.orchestrator.timing_phase import WIDTH_RULE_PAIRS
+from evaluator.harness.timing import (
     hierarchical_ratio_ci,
     log_ratio_interval,
     pair_log_ratios,

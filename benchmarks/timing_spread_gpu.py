@@ -57,7 +57,7 @@ def _nvml_clock() -> Callable[[], int | None]:
         pynvml.nvmlInit()
         handle = pynvml.nvmlDeviceGetHandleByIndex(0)
         return lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
-    except Exception:  # noqa: BLE001 - NVML is optional here
+    except Exception:  # NVML is optional here
         return lambda: None
 
 
@@ -164,7 +164,7 @@ def child(level: int, pid: int, allocations: int, calls: int) -> None:
     import torch
 
     ns: dict[str, object] = {}
-    exec(compile(_source(level, pid), f"L{level}_{pid}", "exec"), ns)  # noqa: S102 - a shipped reference
+    exec(compile(_source(level, pid), f"L{level}_{pid}", "exec"), ns)  # a shipped reference
     clock = _nvml_clock()
     flush_buf = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -211,7 +211,7 @@ def per_core(level: int, pid: int, calls: int, passes: int) -> None:
     import torch
 
     ns: dict[str, object] = {}
-    exec(compile(_source(level, pid), f"L{level}_{pid}", "exec"), ns)  # noqa: S102 - a shipped reference
+    exec(compile(_source(level, pid), f"L{level}_{pid}", "exec"), ns)  # a shipped reference
     flush_buf = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     torch.manual_seed(1)
     model = ns["Model"](*ns["get_init_inputs"]()).cuda()  # type: ignore[operator]

@@ -32,7 +32,7 @@ DEBUG = envbool("DJANGO_DEBUG", "False")
 SECRET_KEY = os.getenv("SECRET_KEY", "")
 if not SECRET_KEY:
     if DEBUG:
-        SECRET_KEY = "insecure-development-key-only-for-debug"  # noqa: S105 - only ever used with DEBUG on
+        SECRET_KEY = "insecure-development-key-only-for-debug"  # only ever used with DEBUG on
     elif keyless_command(sys.argv) or type_checker(sys.argv):
         SECRET_KEY = secrets.token_urlsafe(50)  # this process only: nothing it could sign is kept
     else:

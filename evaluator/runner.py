@@ -207,7 +207,7 @@ class _Harness:
         confined = confine_wanted()
         try:
             with open(self.log_path, "wb") as log:
-                self.proc = subprocess.Popen(  # noqa: S603 - our own harness module
+                self.proc = subprocess.Popen(  # our own harness module
                     command,
                     cwd=self.work / "harness",
                     env=_harness_env(self.work / "harness") | self.config.env,
@@ -217,7 +217,7 @@ class _Harness:
                     pass_fds=tuple(fds),
                     start_new_session=True,
                     # system calls only: safe after fork (harness/confine.py)
-                    preexec_fn=_confined_harness if confined else die_with_parent,  # noqa: PLW1509
+                    preexec_fn=_confined_harness if confined else die_with_parent,
                 )
         except subprocess.SubprocessError as exc:  # the confinement failed in the child: never run unconfined
             raise OSError(f"cannot start the harness confined ({exc}); KBV_CONFINE=off runs it unconfined") from exc

@@ -1,4 +1,4 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
 from inspector import views
 

@@ -73,7 +73,7 @@ def to_fragment(fig: go.Figure, div_id: str) -> str:
         div_id,
         div_id,
         div_id,
-        mark_safe(spec),  # noqa: S308 - JSON with "<" escaped
+        mark_safe(spec),  # JSON with "<" escaped
     )
 
 

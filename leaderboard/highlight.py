@@ -21,7 +21,7 @@ def _memoised_html(kind: str, parts: tuple, render: Callable[[], str]) -> SafeSt
     HTML is cached by a digest of everything that shapes it."""
     digest = hashlib.sha256(repr(parts).encode()).hexdigest()
     html = cast(str, cache.get_or_set(f"inspector:{kind}:{digest}", render, HIGHLIGHT_CACHE_SECONDS))
-    return mark_safe(html)  # noqa: S308 - Pygments escapes the source; nothing else goes in
+    return mark_safe(html)  # Pygments escapes the source; nothing else goes in
 
 
 def highlight_python(source: str, *, anchor: str, hl_lines: Iterable[int] = ()) -> SafeString:

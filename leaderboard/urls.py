@@ -1,4 +1,4 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
 from leaderboard import views, views_accounts, views_browse, views_dataset, views_submit, views_webhook
 

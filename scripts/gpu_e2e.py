@@ -39,12 +39,12 @@ from typing import Any
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from e2e.bundle import KERNEL_FILES, build_bundle, bundle_files  # noqa: E402
-from e2e.collect import collect, machine_facts, median  # noqa: E402
-from e2e.common import DEMO_DIR, OUT_FILES, PROBLEMS_JSONL, REPO, free_port, log, parse_time, utcnow  # noqa: E402
-from e2e.install import install  # noqa: E402
-from e2e.report import benchmark_comparison, markdown  # noqa: E402
-from e2e.stack import EXPORT, IMPORT_DEMO, SETUP_USER, Deployment  # noqa: E402
+from e2e.bundle import KERNEL_FILES, build_bundle, bundle_files
+from e2e.collect import collect, machine_facts, median
+from e2e.common import DEMO_DIR, OUT_FILES, PROBLEMS_JSONL, REPO, free_port, log, parse_time, utcnow
+from e2e.install import install
+from e2e.report import benchmark_comparison, markdown
+from e2e.stack import EXPORT, IMPORT_DEMO, SETUP_USER, Deployment
 
 __all__ = ["KERNEL_FILES", "build_bundle", "bundle_files", "main"]  # tests/pipeline/test_gpu_e2e_script.py uses these
 

@@ -7,7 +7,7 @@ import os
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
 
-from config.settings import *  # noqa: E402, F403
+from config.settings import *  # noqa: F403
 
 # Tests that need the kernel sandbox check for it themselves (tests/redteam/test_sandbox_*.py); the rest also run on a
 # developer's machine without bubblewrap.

@@ -33,7 +33,7 @@ def audit_static_isolated(
     env = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL") if key in os.environ}
     env.update(PYTHONPATH=str(REPO_ROOT), PYTHONDONTWRITEBYTECODE="1")
     try:
-        done = subprocess.run(  # noqa: S603 - our own module, the source travels on stdin
+        done = subprocess.run(  # our own module, the source travels on stdin
             [sys.executable, "-m", "evaluator.audit.isolated"],
             input=payload.encode(),
             capture_output=True,

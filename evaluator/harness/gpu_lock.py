@@ -35,7 +35,7 @@ class DeviceLock:
 
     def _open(self, path: Path) -> IO[str]:
         self.directory.mkdir(parents=True, exist_ok=True)
-        return open(path, "a")  # noqa: SIM115 - closed by the context managers below
+        return open(path, "a")  # closed by the context managers below
 
     def _flock(self, fh: IO[str], mode: int, deadline: float) -> None:
         started = time.monotonic()

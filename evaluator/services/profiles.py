@@ -51,7 +51,7 @@ def profile_request_create(*, evaluation: Evaluation, user: Any, tool: str = "to
         def send() -> None:
             try:
                 profile_evaluation.apply_async(args=[request.pk], queue=queue_for(evaluation.hardware))
-            except Exception as exc:  # noqa: BLE001 - the broker is down: say so on the request
+            except Exception as exc:  # the broker is down: say so on the request
                 ProfileRequest.objects.filter(pk=request.pk).update(
                     status=ProfileRequest.Status.FAILED, detail=f"not sent: broker unreachable ({exc})"[:500]
                 )
@@ -76,7 +76,7 @@ def profile_run(*, request_id: int, run: Any = None) -> ProfileRequest | None:
     arguments["options"] = {**arguments["options"], "profile_dir": str(folder)}
     try:
         record = run(**arguments) or {}
-    except Exception as exc:  # noqa: BLE001 - recorded on the request
+    except Exception as exc:  # recorded on the request
         log.warning("profile %s failed: %s", request_id, exc)
         record, detail = {}, f"the harness failed: {exc}"[:500]
     else:

@@ -168,7 +168,7 @@ def speedup(
             f"the 95 % interval spans more than {significant(NOISY_SPAN)}{TIMES}: a re-run may differ a lot",
         )
     if is_cpu(hardware):
-        html += mark_safe(  # noqa: S308 - a constant
+        html += mark_safe(  # a constant
             ' <span class="badge badge-cpu" title="measured on a CPU (demo or test machine): noisy, not a GPU'
             ' speedup">CPU</span>'
         )

@@ -45,7 +45,7 @@ class Deployment:
             if self.procs["web"].poll() is not None:
                 raise RuntimeError("web server exited:\n" + self.tail("web"))
             with contextlib.suppress(OSError):
-                urllib.request.urlopen(f"{self.url}/api/llms/", timeout=5).read()  # noqa: S310
+                urllib.request.urlopen(f"{self.url}/api/llms/", timeout=5).read()
                 return
             time.sleep(0.5)
         raise RuntimeError("web server did not answer:\n" + self.tail("web"))
@@ -99,7 +99,7 @@ class Deployment:
         return path.read_text(errors="replace")[-chars:] if path.exists() else ""
 
     def get(self, path: str) -> Any:
-        with urllib.request.urlopen(f"{self.url}{path}", timeout=30) as response:  # noqa: S310
+        with urllib.request.urlopen(f"{self.url}{path}", timeout=30) as response:
             return json.loads(response.read())
 
 

@@ -27,7 +27,7 @@ class FakeOpenAI:
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 return
 
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_POST(self) -> None:  # http.server's naming
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server.lock:

@@ -52,8 +52,8 @@ def make_run_state(db, settings, evaluated_in_process):  # noqa: F811
     settings.PROBLEM_SET_DEFAULT = ""
     settings.EVALUATOR_DEFAULT_HARDWARE = "cpu"
     settings.EVALUATOR_HARDWARE_LABELS = ["cpu"]
-    call_command("load_demo", stdout=open(os.devnull, "w"))  # noqa: SIM115
-    call_command("load_gpu_results", str(GPU_FIXTURE), stdout=open(os.devnull, "w"))  # noqa: SIM115
+    call_command("load_demo", stdout=open(os.devnull, "w"))
+    call_command("load_gpu_results", str(GPU_FIXTURE), stdout=open(os.devnull, "w"))
     demo = Submission.objects.get(llm__name="demo-llm")
     kernels = list(Kernel.objects.filter(submission=demo).order_by("problem__level", "problem__problem_id", "sample"))
     # The information-level rule that fires on plain-PyTorch kernels, and one real suspicion.

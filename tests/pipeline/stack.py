@@ -78,7 +78,7 @@ class Stack:
         self.token = next(line[6:] for line in out.splitlines() if line.startswith("TOKEN="))
 
     def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
-        log = open(self.root / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+        log = open(self.root / f"{name}.log", "wb")  # closed with the process
         # Own session: stop()/kill() signal the whole group, including prefork children.
         self.procs[name] = subprocess.Popen(
             argv,
@@ -94,7 +94,7 @@ class Stack:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                urllib.request.urlopen(f"{self.url}/api/llms/", timeout=2).read()  # noqa: S310
+                urllib.request.urlopen(f"{self.url}/api/llms/", timeout=2).read()
                 return
             except OSError:
                 time.sleep(0.3)
@@ -143,7 +143,7 @@ class Stack:
         )
 
     def get(self, path: str) -> Any:
-        with urllib.request.urlopen(f"{self.url}{path}", timeout=10) as response:  # noqa: S310
+        with urllib.request.urlopen(f"{self.url}{path}", timeout=10) as response:
             return json.loads(response.read())
 
     def db_facts(self, submission_ids: list[int]) -> dict[str, Any]:

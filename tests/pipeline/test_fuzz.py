@@ -65,7 +65,7 @@ documents = st.one_of(
         st.dictionaries(
             st.text(max_size=30) | member_names, json_values | contents.filter(lambda c: isinstance(c, str)), max_size=5
         ),
-    ),  # noqa: E501
+    ),
     st.builds(jsonl, st.lists(rows, max_size=6)),
     st.builds(lambda v: json.dumps(v).encode(), json_values),
 )

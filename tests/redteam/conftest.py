@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import redteam_suite  # noqa: E402 - needs the path above
+import redteam_suite  # needs the path above
 
 
 @pytest.fixture(scope="session")

@@ -240,7 +240,7 @@ def run_one(case: Case, *, work_root: Path, options: dict[str, Any] | None = Non
             result = _abuse_run(case, work_root, options)
         else:
             result = evaluate(case, work_root=work_root, options=options)
-    except Exception as exc:  # noqa: BLE001 - reported per case
+    except Exception as exc:  # reported per case
         result = {"status": "runner_exception", "correct": None, "error": f"{type(exc).__name__}: {exc}"}
     result["_redteam_seconds"] = round(time.monotonic() - started, 2)
     RESULTS[case.id] = result

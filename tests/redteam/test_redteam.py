@@ -49,7 +49,7 @@ def test_resource_abuse_is_stopped_and_the_next_evaluation_runs(case: rs.Case, r
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", GPU_CASES, ids=lambda c: c.path.stem)
-def test_gpu_exploit(case: rs.Case, tmp_path) -> None:  # noqa: ANN001 - pytest fixture
+def test_gpu_exploit(case: rs.Case, tmp_path) -> None:  # pytest fixture
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA (run benchmarks/redteam_gpu.py on the H200)")
@@ -112,7 +112,7 @@ def test_judge_rule() -> None:
 
 
 @pytest.mark.slow  # starts the real harness
-def test_degenerate_problem_is_reported_constant(tmp_path) -> None:  # noqa: ANN001 - pytest fixture
+def test_degenerate_problem_is_reported_constant(tmp_path) -> None:  # pytest fixture
     """B3 on a truly degenerate problem (L2-80 pattern): zeros are *correct*; the evaluator must say the reference is
     constant, which is what takes the problem out of the rankings."""
     zeros = (

@@ -349,7 +349,7 @@ def test_the_orchestrator_reaches_no_host_service_and_keeps_only_what_it_uses(tm
     try:
         done = subprocess.run(
             [sys.executable, "-c", PROBE, str(port)],
-            preexec_fn=confine,  # noqa: PLW1509 - what the runner does
+            preexec_fn=confine,  # what the runner does
             capture_output=True,
             text=True,
             timeout=60,

@@ -86,6 +86,6 @@ def test_a_reader_reruns_a_dataset_row_with_the_harness_alone(tmp_path):
     command += ["--seeds", row["seeds"]["master"], "--compare", str(tmp_path / "row.json")]
     command += ["--quick"] if row["environment"]["options"]["quick"] else []
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, cwd=root)  # noqa: S603
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, cwd=root)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "identical: every per-distribution pass/fail and error figure is the same" in done.stdout, done.stdout

@@ -32,7 +32,7 @@ class Receiver:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:  # http.server's name
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 outer.calls.append((self.headers, body))  # case-insensitive names
                 self.send_response(outer.answers.pop(0) if outer.answers else 200)

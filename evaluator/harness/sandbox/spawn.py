@@ -228,7 +228,7 @@ class Worker:
                 stderr=log_w,
                 pass_fds=(cmd_r, rep_w, *self.extra_fds),
                 start_new_session=True,
-                preexec_fn=child if (cgroup is not None or run_as is not None) else None,  # noqa: PLW1509
+                preexec_fn=child if (cgroup is not None or run_as is not None) else None,
             )
         finally:
             if cgroup is not None:

@@ -76,7 +76,7 @@ def measure_problem(
     """TF32, FP32 (and compile) baseline of one problem source. Warm-ups (compilation) run first, then the timed
     calls inside `gpu` (the exclusive GPU lock when several sweeps share the device)."""
     ns: dict[str, Any] = {"__name__": "kernelbench_problem"}
-    exec(compile(source, "problem.py", "exec"), ns)  # noqa: S102 - problem files are trusted
+    exec(compile(source, "problem.py", "exec"), ns)  # problem files are trusted
     torch.manual_seed(42)
     model = ns["Model"](*ns["get_init_inputs"]()).to(device)
     sets = [_inputs(ns, device, 1000 + i) for i in range(args.input_sets)]
@@ -101,7 +101,7 @@ def measure_problem(
                 warm.append((name, tf32, fn))
                 if name == "compile":
                     result["compile_seconds"] = round(time.monotonic() - started, 2)
-            except Exception as exc:  # noqa: BLE001 - one failed variant (e.g. compile) does not lose the others
+            except Exception as exc:  # one failed variant (e.g. compile) does not lose the others
                 result["precisions"][name] = {"error": short_exception(exc, 400)}
     with torch.no_grad(), gpu or contextlib.nullcontext():
         for name, tf32, fn in warm:
@@ -115,7 +115,7 @@ def measure_problem(
                 stats["peak_memory_bytes"] = peak_bytes(fn, sets[0], device)
                 stats["flags"] = {"tf32": tf32}
                 result["precisions"][name] = stats
-            except Exception as exc:  # noqa: BLE001 - one failed variant (e.g. compile) does not lose the others
+            except Exception as exc:  # one failed variant (e.g. compile) does not lose the others
                 result["precisions"][name] = {"error": short_exception(exc, 400)}
         if args.paper_loop:
             # KernelBench's own loop, for comparison: FP32, one fixed input set, 100 timed calls, no L2 flush.
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                     failed += 1
                 else:
                     done += 1
-            except Exception as exc:  # noqa: BLE001 - reported per problem; the sweep goes on
+            except Exception as exc:  # reported per problem; the sweep goes on
                 record["error"] = short_exception(exc, 400)
                 failed += 1
             record["seconds"] = round(time.monotonic() - t0, 3)
@@ -202,7 +202,7 @@ def _run_shards(args: argparse.Namespace, argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         parts = [Path(tmp) / f"part{i}.jsonl" for i in range(args.shards)]
         children = [
-            subprocess.Popen(  # noqa: S603 - this module, with the caller's own arguments
+            subprocess.Popen(  # this module, with the caller's own arguments
                 [sys.executable, "-m", "evaluator.harness.workers.baselines", *argv]
                 + ["--shard", str(i), "--out", str(part), "--lock-dir", str(Path(tmp) / "locks")]
             )

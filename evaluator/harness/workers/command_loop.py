@@ -46,7 +46,7 @@ def serve(handlers: dict[Command, Handler]) -> None:
         try:
             reply = handlers[cmd](message)
             reply.setdefault("ok", True)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes an answer, never a dead worker
+        except Exception as exc:  # every failure becomes an answer, never a dead worker
             reply = {"ok": False, "error": short_exception(exc), "exc_type": type(exc).__name__}
         data = (json.dumps(reply, default=str) + "\n").encode()
         while data:

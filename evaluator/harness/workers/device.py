@@ -76,7 +76,7 @@ def device_info(device: str) -> dict[str, Any]:
 def _driver_version() -> str | None:
     try:
         return str(torch.cuda.driver_version()) if hasattr(torch.cuda, "driver_version") else None
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
 
 

@@ -86,7 +86,7 @@ def count_namespace(ns: dict[str, Any], init: list[Any] | None = None) -> dict[s
             vector = VectorFlops(set(matrix.flop_registry))
             with matrix, vector:
                 out = model(*inputs)
-    except Exception:  # noqa: BLE001 - an estimate only
+    except Exception:  # an estimate only
         return None
     state = list(model.parameters()) + list(model.buffers())
     input_bytes = _bytes(inputs)
@@ -111,7 +111,7 @@ def count_source(source: str) -> dict[str, Any] | None:
 
     try:
         ns = load_problem(source)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
     return count_namespace(ns)
 

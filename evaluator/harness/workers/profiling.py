@@ -34,5 +34,5 @@ def profile_call(fn: Callable[[], Any], device: str, trace_path: str | None = No
         if trace_path:
             prof.export_chrome_trace(trace_path)
         return events
-    except Exception:  # noqa: BLE001 - a signal only
+    except Exception:  # a signal only
         return None

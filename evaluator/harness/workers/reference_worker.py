@@ -99,7 +99,7 @@ class Reference:
         inputs = self._inputs(int(msg["seed"]), msg["scale"])
         try:
             ref = self._forward(inputs)
-        except Exception as exc:  # noqa: BLE001 - the distribution is skipped, with the reason
+        except Exception as exc:  # the distribution is skipped, with the reason
             return {"skipped": f"reference raised: {short_exception(exc, 400)}"}
         self.flags_seen["correctness"] = precision_flags()  # as _forward set them
         if nonfinite(ref):
@@ -142,7 +142,7 @@ class Reference:
             if desc.get("kind") == "cuda_ipc":
                 return open_cuda(desc, self.device), None
             return load_untrusted_file(output["path"], self.device), None
-        except Exception as exc:  # noqa: BLE001 - a subclass, code in a pickle, a forged handle: not a plain tensor
+        except Exception as exc:  # a subclass, code in a pickle, a forged handle: not a plain tensor
             return None, {"passed": False, "plain": False, "reason": f"output is not a plain tensor: {exc}"[:300]}
 
     def _compare_output(self, output: dict[str, Any], ref: torch.Tensor, tol: float) -> dict[str, Any]:
@@ -159,7 +159,7 @@ class Reference:
                 got = self.importer.read(desc, DTYPES)
             else:
                 got = open_cuda(desc, self.device)
-        except Exception as exc:  # noqa: BLE001 - the answer is "no", with the reason
+        except Exception as exc:  # the answer is "no", with the reason
             return {"opened": False, "reason": short_exception(exc, 300)}
         same = bool(torch.equal(got, torch.arange(got.numel(), dtype=got.dtype, device=got.device)))
         return {"opened": same, "reason": None if same else "probe values differ"}
@@ -210,7 +210,7 @@ class Reference:
                 set_precision(True)
                 self.compiled = torch.compile(self.model)
                 self._run_block(self.compiled, True, max(int(msg["warmup"]), 3), 0)
-            except Exception as exc:  # noqa: BLE001 - the compile baseline is optional
+            except Exception as exc:  # the compile baseline is optional
                 self.compiled = None
                 reply["compile_error"] = short_exception(exc, 500)
         return reply
