@@ -288,7 +288,7 @@ class Importer:
     def read(self, desc: dict[str, Any], dtypes: dict[str, torch.dtype]) -> torch.Tensor:
         fields: list[Any] = [desc.get(k) for k in ("generation", "oldest", "offset", "nbytes")]
         shape = desc.get("shape")
-        dtype = dtypes.get(desc.get("dtype"))  # type: ignore[arg-type]
+        dtype = dtypes.get(desc.get("dtype", ""))
         if dtype is None or not all(type(v) is int and v >= 0 for v in fields) or not isinstance(shape, list):
             raise ValueError("bad output descriptor")
         generation, oldest, offset, nbytes = fields

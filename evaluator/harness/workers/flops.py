@@ -42,7 +42,7 @@ class VectorFlops(TorchDispatchMode):
     """Counts the non-matrix FLOPs of the ops it sees (the matrix ones are FlopCounterMode's)."""
 
     def __init__(self, matrix_ops: set[Any]) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # torch's, untyped (untyped_calls_exclude misses super())
         self.matrix_ops = matrix_ops
         self.flops = 0
         self.ops: Counter[str] = Counter()

@@ -83,7 +83,7 @@ def _ints(value: Any, name: str) -> list[int]:
 def validate(desc: dict[str, Any]) -> tuple[torch.dtype, list[int], list[int], list[int]]:
     """Check an untrusted descriptor before any CUDA call: known dtype, sane sizes, and a view that stays inside
     the shared storage (never trust torch's own checks to stop a read past the end of foreign memory)."""
-    dtype = _DTYPES.get(desc.get("dtype"))  # type: ignore[arg-type]
+    dtype = _DTYPES.get(desc.get("dtype", ""))
     if dtype is None:
         raise ValueError(f"unsupported dtype {str(desc.get('dtype'))[:40]!r}")
     shape, stride = _ints(desc.get("shape"), "shape"), _ints(desc.get("stride"), "stride")

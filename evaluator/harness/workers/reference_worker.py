@@ -263,7 +263,9 @@ class Reference:
     def launched_kernels(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The device kernels of one TF32-baseline call on the first timing set, outside the timed calls."""
         set_precision(True)
-        return {"events": profile_call(lambda: self.model(*self.sets[0]), self.device, msg.get("trace_path"))}  # type: ignore[misc]
+        model = self.model
+        assert model is not None
+        return {"events": profile_call(lambda: model(*self.sets[0]), self.device, msg.get("trace_path"))}
 
     def fresh_sets(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Input sets the candidate has never seen (the fresh-input timing probe), with their references."""
