@@ -145,7 +145,7 @@ class Run:
         return record
 
     def _timing_options(self) -> dict[str, Any]:
-        """Issue 17 part 2's options, where given (else the harness's defaults)."""
+        """The timing options for short problems, where given (else the harness's defaults)."""
         return {
             "process_pairs": self.args.process_pairs,
             "max_process_pairs": self.args.max_process_pairs,
@@ -197,7 +197,7 @@ class Run:
             "fp32_ms": (timing.get("baseline_fp32") or {}).get("median_ms"),
             "timing_sides": sides if timing else None,
             "paper_loop": timing.get("paper_loop"),
-            "pairs": timing.get("pairs"),  # per process pair: medians and speedup (issue 17, part 2)
+            "pairs": timing.get("pairs"),  # per process pair: medians and speedup
             "block_calls": timing.get("block_calls"),
             "ci_method": timing.get("ci_method"),
             "wallclock": timing.get("wallclock"),  # the cross-check's overheads, excess and measured jitter
@@ -217,7 +217,7 @@ class Run:
             "queued_s": round(queued_s, 2),
             "ended_at_s": round(self.elapsed(), 2),
             "error": (record.get("error") or "")[:300],
-            # Issue 19: the roofline bound and the kernel's fraction of it, and what ran on each side (top kernels)
+            # Speed of light: the roofline bound, the kernel's fraction of it, and what ran on each side (top kernels)
             "speed_of_light": record.get("speed_of_light"),
             "launched": launched_summary(record.get("launched_kernels")),
         }

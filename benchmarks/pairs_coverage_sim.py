@@ -1,4 +1,4 @@
-"""How often does the timing phase's interval hold the true speedup of a launch-bound problem? (issue 17, part 2)
+"""How often does the timing phase's interval hold the true speedup of a launch-bound problem?
 
 A simulation with the harness's own functions (`timing.hierarchical_ratio_ci`, `pooled_ratio`) and its stopping
 rule (add pairs while their speedups spread by more than `pair_agreement` (`timing.ratios_disagree`) or the

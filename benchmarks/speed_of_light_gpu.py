@@ -1,4 +1,4 @@
-"""Issue 19 on a GPU: speed-of-light fractions and launched kernels of a few real KernelBench cases, and a decoy
+"""On a GPU: speed-of-light fractions and launched kernels of a few real KernelBench cases, and a decoy
 (a load_inline ReLU that is built and never launched), plus one profile trace (harness option `profile_dir`).
 
     python3 benchmarks/speed_of_light_gpu.py --out OUT_DIR [--cases NAME ...] [--device cuda]

@@ -1,4 +1,4 @@
-"""Where does the between-process spread of a short problem's timing come from? (issue 17, part 2)
+"""Where does the between-process spread of a short problem's timing come from?
 
 Outside the harness: each problem's reference is timed in several fresh processes, one after another, and inside
 each process under several allocations of its inputs and weights. Per block of calls it records

@@ -72,7 +72,7 @@ class Problem(models.Model):
     degenerate_reviewed_at = models.DateTimeField(null=True, blank=True)
     is_latest = models.BooleanField(default=True, help_text="The newest source for this id in its problem set.")
     is_demo = models.BooleanField(default=False, help_text="Part of the project's own CPU-sized demo set.")
-    # The work one forward must do at the benchmark shapes (issue 19; evaluator/harness/workers/flops.py): null until
+    # The work one forward must do at the benchmark shapes (evaluator/harness/workers/flops.py): null until
     # counted (`manage.py count_flops`, or from the first evaluation's record).
     flops = models.BigIntegerField(null=True, blank=True, help_text="FLOPs of one forward (matrix + vector).")
     bytes_moved = models.BigIntegerField(

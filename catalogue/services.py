@@ -40,7 +40,7 @@ def submission_reopen(*, submission_id: int, uncount: bool = False, correct: boo
 
 
 def problem_set_work(*, problem_id: int, flops: int | None, bytes_moved: int | None, counts: dict, force: bool = False):
-    """Store the work one forward of a problem must do (issue 19; counted by the evaluator's harness). Without
+    """Store the work one forward of a problem must do (counted by the evaluator's harness). Without
     `force`, only a problem not counted yet is written (the first evaluation's record fills it)."""
     rows = Problem.objects.filter(pk=problem_id)
     if not force:

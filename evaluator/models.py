@@ -269,7 +269,7 @@ class AuditFlag(models.Model):
 
 
 class ProfileRequest(models.Model):
-    """A staff request for a profile of one evaluation (issue 19): the kernel and its problem are evaluated again on
+    """A staff request for a profile of one evaluation: the kernel and its problem are evaluated again on
     a worker of the same hardware with torch.profiler traces of one call per side (evaluator.services.profiles)."""
 
     class Tool(models.TextChoices):

@@ -1,4 +1,4 @@
-"""Profiles on request (issue 19), staff only: ask for a torch.profiler trace of one evaluation; download it.
+"""Profiles on request, staff only: ask for a torch.profiler trace of one evaluation; download it.
 Thin: the logic is evaluator.services.profiles."""
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ class KernelInspection:
     reference_html: str
     diff_html: str
     environment: dict[str, Any] = field(default_factory=dict)
-    speed_of_light: dict[str, Any] | None = None  # the record's roofline bound (issue 19)
+    speed_of_light: dict[str, Any] | None = None  # the record's roofline bound (speed of light)
     launched: dict[str, Any] | None = None  # the record's launched kernels, both sides (CUDA only)
     launched_rows: list[tuple[dict | None, dict | None]] = field(default_factory=list)  # side by side
     stored_compile: Any = None  # evaluator.selectors.compile_baseline.StoredCompile, or None

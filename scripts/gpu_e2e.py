@@ -1,4 +1,4 @@
-"""The product end to end on one machine (issue 20): the real web server, REST API, filesystem broker, Celery
+"""The product end to end on one machine: the real web server, REST API, filesystem broker, Celery
 workers and harness, nothing standing in for any of them.
 
     python3 scripts/gpu_e2e.py OUT_DIR                        # GPU machine: install from wheels/, full bundle

@@ -1,4 +1,4 @@
-# Decoy (issue 19): builds the ReLU kernel of L1_19_relu_cuda.py, then returns torch.relu (never launches it).
+# Decoy: builds the ReLU kernel of L1_19_relu_cuda.py, then returns torch.relu (never launches it).
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline

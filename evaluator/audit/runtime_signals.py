@@ -229,7 +229,7 @@ def runtime_findings(record: dict | None, *, speedup: float | None = None) -> li
 
 
 def _launched_findings(launched: object) -> list[Finding]:
-    """D2 decoy kernel (issue 19): the file builds or defines a CUDA/Triton kernel, and none of it ran in the profiled
+    """D2 decoy kernel: the file builds or defines a CUDA/Triton kernel, and none of it ran in the profiled
     call. The list comes from the candidate's own process (it may lie either way): a suspicion, never a verdict."""
     if not isinstance(launched, dict) or launched.get("custom_launched") is not False:
         return []

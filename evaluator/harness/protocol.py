@@ -133,7 +133,7 @@ class Options:
     # hit. Past it the evaluation ends as a timeout and frees its worker.
     load_timeout_s: float = 120.0
     load_cold_timeout_s: float = 420.0
-    # Short problems (issue 17, part 2): the same kernel can time 15 % apart in two processes, because the host's
+    # Short problems: the same kernel can time 15 % apart in two processes, because the host's
     # latency to a call's first kernel (26-71 us on the H200) lands inside the events and differs from process to
     # process (benchmarks/results/timing-spread-h200.md). So when the baseline's median is below pairs_below_ms the
     # timing phase runs again in process_pairs fresh worker pairs, and in more (up to max_process_pairs) while the

@@ -172,7 +172,7 @@ def ratios_disagree(pairs: Sequence[Pair], agreement: float) -> bool:
 
 
 def hierarchical_ratio_ci(pairs: Sequence[Pair], *, resamples: int = 2000, seed: int = 0) -> list[float] | None:
-    """95 % interval of the pooled median ratio that covers the spread between processes (issue 17, part 2).
+    """95 % interval of the pooled median ratio that covers the spread between processes.
 
     Each resample draws the process pairs with replacement, then each drawn pair's calls with replacement (both
     sides of a pair together: they ran interleaved in the same period), pools them and takes the ratio of medians.

@@ -1,4 +1,4 @@
-"""torch.compile in the product (issue 19): the stored torch.compile baseline of a problem on a hardware kind.
+"""torch.compile in the product: the stored torch.compile baseline of a problem on a hardware kind.
 
 `speedup_compile` is not timed per evaluation (harness option `compile_baseline`, off in the pipeline: compiling the
 reference costs minutes per problem). Pages compare the kernel's paired median with the stored compiled median

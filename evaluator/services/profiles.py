@@ -1,4 +1,4 @@
-"""Profiles on request (issue 19): staff ask for a torch.profiler trace of one evaluation; a worker of the same
+"""Profiles on request: staff ask for a torch.profiler trace of one evaluation; a worker of the same
 hardware evaluates the kernel again with the harness option `profile_dir`, which writes the Chrome traces of one
 candidate call and one baseline call (the calls of "what ran", outside the timed calls) to VAR_DIR/profiles/<id>/.
 The inspector lists the requests and serves the files to staff.

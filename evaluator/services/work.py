@@ -1,4 +1,4 @@
-"""The work of a problem (issue 19): FLOPs and bytes of one forward at its benchmark shapes, stored with the problem.
+"""The work of a problem: FLOPs and bytes of one forward at its benchmark shapes, stored with the problem.
 
 Counted by the harness's meta-device forward (harness/workers/flops.py): by `manage.py count_flops` for imported
 problems (the 270 KernelBench problems take minutes on two cores, so not at import), and from the first evaluation's

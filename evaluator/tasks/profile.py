@@ -1,4 +1,4 @@
-"""The profile task (issue 19): a thin adapter over evaluator.services.profiles, on the evaluation's hardware queue."""
+"""The profile task: a thin adapter over evaluator.services.profiles, on the evaluation's hardware queue."""
 
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ class LeaderboardRowSerializer(serializers.Serializer):
     standard_correct = serializers.IntegerField()
     inflation = serializers.FloatField(allow_null=True, help_text="standard_speedup / speedup")
     sol_fraction = serializers.FloatField(
-        allow_null=True, help_text="Geomean over correct problems of roofline bound / kernel time (issue 19)"
+        allow_null=True, help_text="Geomean over correct problems of roofline bound / kernel time"
     )
     vs_compile = serializers.FloatField(
         allow_null=True, help_text="Geomean over correct problems of stored torch.compile time / kernel time"

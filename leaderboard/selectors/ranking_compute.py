@@ -69,7 +69,7 @@ class Sample(NamedTuple):
     sha: str  # the kernel's source fingerprint (catalogue.fingerprints), its sha256 where it has none
     hack: bool
     candidate_ms: float | None  # the kernel's paired median (for vs torch.compile)
-    sol: float | None  # the record's speed-of-light fraction (issue 19)
+    sol: float | None  # the record's speed-of-light fraction
     runs: int = 1
 
 

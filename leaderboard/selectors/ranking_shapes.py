@@ -85,7 +85,7 @@ class LeaderboardRow:
     inflation: float | None = None  # standard / verified
     rank: int | None = None
     evaluations: int | None = None  # baseline rows: evaluations aggregated into their per-problem medians, summed
-    # Issue 19: geomean over correct problems of the speed-of-light fraction (roofline bound / kernel time; GPUs
+    # Speed of light: geomean over correct problems of the speed-of-light fraction (roofline bound / kernel time; GPUs
     # with known peaks only), and of stored torch.compile time / kernel time (the stored sweep, not paired)
     sol_fraction: float | None = None
     vs_compile: float | None = None
@@ -129,7 +129,7 @@ class Cell:
     speedup: float | None
     memory_ratio: float | None
     runs: int = 1  # evaluations of this kernel source combined into `speedup` (their median)
-    sol: float | None = None  # its speed-of-light fraction (issue 19; None on the CPU or a GPU of unknown peaks)
+    sol: float | None = None  # its speed-of-light fraction (None on the CPU or a GPU of unknown peaks)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Corroboration does not depend on which audit finishes first (issue 17): static flags stored after the runtime
+"""Corroboration does not depend on which audit finishes first: static flags stored after the runtime
 flags are corroborated by them, as runtime flags stored after static ones are."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Layout at a laptop width (1400 px) and a phone width (390 px): no page scrolls sideways and no chart is wider
-than its card, on the leaderboard, an LLM page, a problem page and the inspector (issue 18).
+than its card, on the leaderboard, an LLM page, a problem page and the inspector.
 
 Set LAYOUT_SCREENSHOTS=<folder> to save a full-page screenshot of each page at each width there (the committed
 ones are in benchmarks/results/screenshots/).

@@ -1,4 +1,4 @@
-"""Issue 18, the first ten minutes, in Chromium against a live server holding only the demo problem set (a fresh
+"""The first ten minutes, in Chromium against a live server holding only the demo problem set (a fresh
 `make run`): sign up, make a token on the account page, run the README's curl and CLI commands verbatim (only the
 server address differs), upload with the web form's defaults, then read the result pages.
 

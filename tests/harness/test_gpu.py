@@ -51,7 +51,7 @@ def test_cuda_timing_memory_and_checks(tmp_path):
     # the sandbox (its own user and namespaces), where legacy CUDA IPC handles do not
     assert env["output_handover"] == ("cuda_fd" if env["sandbox"] == "namespaces" else env["output_handover"])
     assert env["output_handover"] in ("cuda_fd", "cuda_ipc"), env["output_handover"]
-    # What ran (issue 19): one profiled call per side. The profiler imports torch._dynamo, which rebinds
+    # What ran: one profiled call per side. The profiler imports torch._dynamo, which rebinds
     # torch.manual_seed: the tamper watch must know torch's own patch (on the H200 it failed every evaluation once).
     assert get_check(record, "timer_integrity")["passed"] is True
     # both workers timed on one leased CPU (cpu_pin.py), every thread of each pinned; the kernel idle meanwhile
@@ -96,7 +96,7 @@ def test_load_inline_cuda_kernel_and_compile_cache(tmp_path):
 
 
 def test_host_time_tells_a_launch_bound_call_from_a_gpu_bound_one():
-    """Issue 17: launch-bound calls get process pairs (timing_phase.pairs_wanted). On the GPU, a call of 300 tiny
+    """Launch-bound calls get process pairs (timing_phase.pairs_wanted). On the GPU, a call of 300 tiny
     kernels returns when its last launch is issued, about when the GPU finishes; one large matmul returns at once."""
     from evaluator.harness.timing import time_calls
     from evaluator.harness.workers.l2 import L2Flusher

@@ -1,4 +1,4 @@
-"""Issue 17 on the GPU: kernels judged on the arithmetic they chose (part 1) and Triton as users write it (part 5).
+"""Precision on the GPU: kernels judged on the arithmetic they chose, and Triton as users write it.
 
 Correctness calls run under the reference's flags (full FP32) on both sides, timed calls under the TF32
 baseline's. A kernel that asks for TF32 itself (a Triton tl.dot on fp32 inputs, flags it sets) is judged by the

@@ -1,4 +1,4 @@
-"""Issue 17, part 2, launch-bound problems: a call whose GPU waits for the host runs at its process's host speed
+"""Launch-bound problems: a call whose GPU waits for the host runs at its process's host speed
 (one L3 problem, MobileNetV2 at ~4 ms a call, timed 0.76x-1.14x against itself in five single-pair evaluations on
 the H200: benchmarks/results/process-pairs-h200.md). Such calls get process pairs whatever their length; the signal
 is each call's host time (until it returned) against its event time."""

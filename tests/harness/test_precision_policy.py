@@ -1,4 +1,4 @@
-"""Issue 17, parts 1 and 4: the precision flags each phase runs under, and the tolerance policy per output dtype.
+"""The precision flags each phase runs under, and the tolerance policy per output dtype.
 
 A kernel is judged on the arithmetic it chose: its correctness calls run under the reference's flags (full FP32),
 its timed calls under the verified baseline's (TF32), and the record says which flags each side read back.
@@ -15,7 +15,7 @@ TF32 = {"cuda.matmul.allow_tf32": True, "cudnn.allow_tf32": True, "float32_matmu
 def test_correctness_runs_under_fp32_flags_and_timing_under_tf32(evaluate):
     record = evaluate("relu", "precision_flags_probe")
     # the probe is right only when called with TF32 off: every distribution passing means every correctness call
-    # ran under full FP32 (before issue 17 they ran under the TF32 flags and all four failed)
+    # ran under full FP32 (before this policy they ran under the TF32 flags and all four failed)
     assert all(dist(record, name)["passed"] is True for name in ("D1", "D2", "D3", "D4")), record["error"]
     # its timed outputs are wrong by 1: the timed calls ran under the TF32 flags, as the baseline's do
     recheck = check(record, "timed_output_recheck")

@@ -1,4 +1,4 @@
-"""Issue 17, part 2: error bars that cover what a re-run would show (a speedup and interval over independent
+"""Error bars that cover what a re-run would show (a speedup and interval over independent
 process pairs for short problems), and blocks of short calls sized so the wall-clock cross-check's allowance is a
 small fraction of a call."""
 
@@ -41,7 +41,7 @@ def test_the_interval_holds_the_pooled_ratio_and_widens_when_pairs_disagree():
     assert d_high - d_low > 5 * (a_high - a_low)
     # it reaches (close to) each process's own ratio: what a re-run in either process would report
     assert d_low < 2.02 and d_high > 2.33
-    # one process's calls-only interval misses the other process's ratio: what issue 17 saw (disjoint CIs)
+    # one process's calls-only interval misses the other process's ratio: what one process pair showed (disjoint CIs)
     one_low, one_high = bootstrap_ratio_ci(*disagree[0], resamples=400, seed=7)
     assert not one_low <= pooled_ratio(disagree[1:]) <= one_high
 

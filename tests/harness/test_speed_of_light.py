@@ -1,4 +1,4 @@
-"""Issue 19: FLOP/byte counting (flops.py) against hand counts, the roofline bound (roofline.py), and the launched-
+"""FLOP/byte counting (flops.py) against hand counts, the roofline bound (roofline.py), and the launched-
 kernel summary and "no custom kernel launched" logic (launched.py) on synthetic profiles. CPU only."""
 
 from __future__ import annotations

@@ -185,7 +185,7 @@ def test_inspector_says_which_sandbox_ran_the_kernel(client, add_sample, sandbox
 
 
 def test_inspector_shows_how_far_a_failing_distribution_was_from_passing(client, add_sample):
-    """Issue 17 part 4: 9 wrong elements in 134 million at 1.3x their allowance read differently from a hack."""
+    """Tolerances: 9 wrong elements in 134 million at 1.3x their allowance read differently from a hack."""
     result = Record(status="ok", correct=False).to_dict()
     result["distributions"][1].update(
         passed=False,
@@ -206,7 +206,7 @@ def test_inspector_shows_how_far_a_failing_distribution_was_from_passing(client,
 
 
 def test_inspector_shows_the_process_pairs_of_a_short_problem(client, add_sample):
-    """Issue 17 part 2: a short problem is timed in several process pairs; a reader sees each pair's speedup next to
+    """A short problem is timed in several process pairs; a reader sees each pair's speedup next to
     the pooled one and the interval that covers them."""
     pairs = [
         {"pair": 1, "baseline_tf32_median_ms": 0.365, "candidate_median_ms": 0.380, "speedup": 0.9605, "calls": 400},

@@ -1,4 +1,4 @@
-"""Issue 18, the pages a newcomer reads: sign-up, index pages, compare, error pages, the audit queue, API docs."""
+"""The pages a newcomer reads: sign-up, index pages, compare, error pages, the audit queue, API docs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 19, profiles on request: staff ask for a torch.profiler trace of one evaluation; a CPU evaluation is
+"""Profiles on request: staff ask for a torch.profiler trace of one evaluation; a CPU evaluation is
 answered 'unavailable' with the reason; a GPU one is queued on its hardware's queue, run with `profile_dir`, stored
 and downloadable by staff only."""
 

@@ -23,7 +23,7 @@ def test_seed_creates_labelled_synthetic_results(problems_jsonl, client):
     evaluations = Evaluation.objects.filter(hardware="synthetic-h200")
     assert evaluations.count() == 3 * 12 * 2
     assert all(e.result["synthetic"] is True for e in evaluations)
-    for e in evaluations:  # the shape the harness writes (issue 16: no record shape of its own)
+    for e in evaluations:  # the shape the harness writes (no record shape of its own)
         validate_result(e.result)
     assert DistributionResult.objects.exists()
     assert Baseline.objects.filter(hardware="synthetic-h200").count() == 3 * 12  # tf32, fp32, compile

@@ -1,4 +1,4 @@
-"""Issue 19's chart: per LLM, the speed-of-light fractions of its chosen kernels, with those above 1 flagged."""
+"""The speed-of-light chart: per LLM, the speed-of-light fractions of its chosen kernels, with those above 1 flagged."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 19 on the pages: the speed-of-light fraction, what ran side by side, and torch.compile from the stored
+"""Speed of light on the pages: the fraction, what ran side by side, and torch.compile from the stored
 sweep (inspector and leaderboard)."""
 
 from __future__ import annotations

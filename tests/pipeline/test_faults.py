@@ -1,4 +1,4 @@
-"""Faults that must lose no work (issue 15), each against real processes: a parser bomb in an upload, a worker
+"""Faults that must lose no work, each against real processes: a parser bomb in an upload, a worker
 killed with SIGKILL in the middle of an evaluation, and `make run`'s launcher losing its worker."""
 
 from __future__ import annotations

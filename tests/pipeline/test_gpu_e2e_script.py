@@ -1,4 +1,4 @@
-"""Issue 20: scripts/gpu_e2e.py, the product end to end, run here on the CPU with the two-kernel bundle so it cannot
+"""The product end to end (scripts/gpu_e2e.py), run here on the CPU with the two-kernel bundle so it cannot
 rot (the same steps as on the H200: migrate, import problems, token, runserver + Celery workers with the sandbox
 required, upload through the REST API, wait with the CLI client, record, fixture), and the fixture it exports loaded
 beside the demo by `manage.py load_gpu_results`."""

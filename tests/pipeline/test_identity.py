@@ -1,4 +1,4 @@
-"""Identity and abuse (issue 15): LLM owners, duplicate uploads, tokens hashed at rest, shared throttles, login
+"""Identity and abuse: LLM owners, duplicate uploads, tokens hashed at rest, shared throttles, login
 lockout."""
 
 from __future__ import annotations

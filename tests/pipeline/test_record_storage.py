@@ -1,4 +1,4 @@
-"""Issue 16: every record the service stores passes the record type (evaluator/harness/record.py) first."""
+"""Every record the service stores passes the record type (evaluator/harness/record.py) first."""
 
 from __future__ import annotations
 

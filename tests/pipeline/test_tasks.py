@@ -260,7 +260,7 @@ def test_the_prestart_setting_reaches_the_runner(demo_problems, stand_in, sent, 
     assert [call["prestart"] for call in stand_in.calls] == [False, True]
 
 
-# --- Faults: heartbeats, the outbox and the broker (issue 15) ---------------------------------------------------
+# --- Faults: heartbeats, the outbox and the broker --------------------------------------------------------------
 
 
 def test_the_reaper_requeues_a_running_row_whose_heartbeat_stopped(demo_problems, sent, settings):

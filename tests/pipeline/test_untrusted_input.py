@@ -1,4 +1,4 @@
-"""Untrusted input never answers 500 (issue 15): hostile JSON in bundles and request bodies, odd query strings,
+"""Untrusted input never answers 500: hostile JSON in bundles and request bodies, odd query strings,
 hardware labels nobody serves, and request bodies over the upload cap (refused before they are read)."""
 
 from __future__ import annotations

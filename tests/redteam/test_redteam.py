@@ -1,4 +1,4 @@
-"""The red-team suite on CPU (issue #7): every exploit kernel must be caught by the evaluator at run time, every
+"""The red-team suite on CPU: every exploit kernel must be caught by the evaluator at run time, every
 legitimate kernel must pass, and resource abuse must be stopped without harming the next evaluation.
 
 Kernels, problems and their headers live beside this file; `redteam_suite.py` holds the verdict rule. GPU-only

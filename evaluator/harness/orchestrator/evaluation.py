@@ -121,7 +121,7 @@ class EvaluationRun:
         integrity(self.ctx, "at the end")
 
     def _launched_kernels(self) -> None:
-        """What ran (issue 19): one profiled call per side, after the timed calls; CUDA only. A failure here is
+        """What ran: one profiled call per side, after the timed calls; CUDA only. A failure here is
         recorded, not the kernel's verdict (the integrity check after it still sees a dead or tampering worker)."""
         ctx = self.ctx
         if not ctx.cuda:

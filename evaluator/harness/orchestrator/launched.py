@@ -1,4 +1,4 @@
-"""What ran (issue 19): the device kernels of one candidate call and one baseline call, and whether the kernel file's
+"""What ran: the device kernels of one candidate call and one baseline call, and whether the kernel file's
 own CUDA/Triton kernel was among them.
 
 The workers profile one call each with torch.profiler outside the timed calls (profiling.py) and send back

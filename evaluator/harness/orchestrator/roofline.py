@@ -1,4 +1,4 @@
-"""Speed of light (issue 19): device peaks and the roofline bound of one problem on one device.
+"""Speed of light: device peaks and the roofline bound of one problem on one device.
 
 A problem's work is counted once (`flops.py`, a meta-device forward: no memory, no arithmetic): `matrix_flops` (matmul,
 convolution, attention: tensor-core work, torch.utils.flop_counter's registry), `vector_flops` (elementwise ops,

@@ -145,7 +145,7 @@ def host_fractions(pair: PairSamples) -> dict[str, float]:
     """Per side (TF32 baseline, candidate; CUDA only): the median call's host time (until it returned) over its
     median event time. Near 1 or above, the call is launch-bound: the GPU waits for the host, so the call runs at
     the speed of its process's host, which differs between processes like the latency the launch lead hides
-    (issue 17: one launch-bound L3 problem timed 0.76x-1.14x against itself in five evaluations of one pair each)."""
+    (measured: one launch-bound L3 problem timed 0.76x-1.14x against itself in five evaluations of one pair each)."""
     fractions = {}
     for side in ("tf32", "cand"):
         host = [h for h in pair.host.get(side, []) if math.isfinite(h) and h >= 0]

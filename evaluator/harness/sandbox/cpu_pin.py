@@ -1,4 +1,4 @@
-"""Both workers of a CUDA evaluation are timed on one CPU of their own (issue 17, part 2). stdlib only.
+"""Both workers of a CUDA evaluation are timed on one CPU of their own. stdlib only.
 
 A launch-bound call (the GPU waits for the host to launch its next kernel) runs at the speed of the CPU that
 launches it. On the H200 machine (a 16-vCPU VM) that speed changes by up to 2x from one moment and one vCPU to the

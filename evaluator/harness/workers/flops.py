@@ -1,4 +1,4 @@
-"""FLOPs and bytes of one forward of a problem at its benchmark shapes (issue 19; the bound is in roofline.py).
+"""FLOPs and bytes of one forward of a problem at its benchmark shapes (the bound is in roofline.py).
 
 The forward runs on the meta device: shapes only, nothing allocated or computed, so a 6 GB problem counts in
 milliseconds. Matrix FLOPs come from torch.utils.flop_counter (matmul, convolution, attention: 2 per multiply-add);

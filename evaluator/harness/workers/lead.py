@@ -1,4 +1,4 @@
-"""The launch lead before each timed CUDA call (docs/protocol.md section 4, issue 17 part 2). torch and ctypes only.
+"""The launch lead before each timed CUDA call (docs/protocol.md section 4). torch and ctypes only.
 
 Without it the GPU sits idle while the host gets from `start.record()` to the call's first kernel, and that latency
 is timed: 26-71 us for one torch.matmul on the H200, different in every process and over time

@@ -1,4 +1,4 @@
-"""torch.profiler around one forward call (issue 19): the device kernels it launched (launched.py summarises them)
+"""torch.profiler around one forward call: the device kernels it launched (launched.py summarises them)
 and, on request, a Chrome trace of it. Both workers import this; it is never used inside the timed calls.
 
 torch only (no Django).

@@ -1,4 +1,4 @@
-"""Count and store the FLOPs and bytes of one forward of each problem (issue 19; evaluator.services.work)."""
+"""Count and store the FLOPs and bytes of one forward of each problem (evaluator.services.work)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ import torch.nn as nn
 
 class Model(nn.Module):
     """Linear (K = 4096), BatchNorm1d in training mode, GELU: the normalisation amplifies any TF32 error in the
-    Linear (issue 17: a correct kernel failed D1-D4 on the H200 when its own nn.Linear ran in TF32)."""
+    Linear (a correct kernel once failed D1-D4 on the H200 when its own nn.Linear ran in TF32)."""
 
     def __init__(self, in_features, out_features):
         super().__init__()

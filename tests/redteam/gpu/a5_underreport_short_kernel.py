@@ -4,7 +4,7 @@
 # redteam-device: cuda
 # redteam-timeout: 300
 # redteam-max-speedup: 1.5
-# redteam-why: a modest forgery on a short GPU problem (issue 17, part 2): the reference's own two eager kernels
+# redteam-why: a modest forgery on a short GPU problem: the reference's own two eager kernels
 #   (~0.13 ms a call on the H200, honest speedup ~1x), with every timing list its process reports (json.dumps and raw
 #   os.write of JSON lines) cut to a quarter. The ~0.1 ms hidden per call stayed inside the wall-clock cross-check's
 #   old allowance (half the median plus 2 ms per 5-10-call block, 0.2-0.4 ms a call); blocks sized to last 20 ms

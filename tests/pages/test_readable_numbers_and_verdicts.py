@@ -1,4 +1,4 @@
-"""Issue 18: numbers that read right, one verdict per evaluation, readable result records, badges that mean
+"""Numbers that read right, one verdict per evaluation, readable result records, badges that mean
 something, charts that say why they are empty, level tabs only for levels with problems."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 17 parts 3 and 6a on the pages: a degenerate problem's status and evidence on its page and on the board,
+"""On the pages: a degenerate problem's status and evidence on its page and on the board,
 staff confirm or clear it (page form and admin action), and how many evaluations a baseline row aggregates."""
 
 from __future__ import annotations

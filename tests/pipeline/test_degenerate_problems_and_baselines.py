@@ -1,4 +1,4 @@
-"""Issue 17 parts 3 and 6a: degenerate problems found from the evaluations (status with evidence, out of the one
+"""Degenerate problems found from the evaluations (status with evidence, out of the one
 eligibility rule, staff confirm or clear), and baselines that aggregate every evaluation's paired timing."""
 
 from __future__ import annotations
