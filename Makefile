@@ -82,7 +82,7 @@ reap: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy  # non-strict; files and settings in pyproject.toml
+	$(BIN)/mypy  # every body checked, Django/DRF plugins, strict flags for evaluator/harness: pyproject.toml [tool.mypy]
 
 format: install
 	$(BIN)/ruff check --fix .

@@ -253,7 +253,7 @@ def result_to_json(record: dict[str, Any] | Record) -> str:
 
 def result_from_json(text: str) -> dict[str, Any]:
     """Parse and validate a record; raises ValueError when it is not one."""
-    record = json.loads(text)
+    record: dict[str, Any] = json.loads(text)  # a dict once validate_result accepts it
     validate_result(record)
     return record
 

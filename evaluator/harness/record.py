@@ -183,11 +183,11 @@ def _opt(check: Callable[[Any], str] = _any, **kwargs: Any) -> Any:
     return _spec(check, required=False, default=None, **kwargs)
 
 
-def _data_fields(cls: type) -> list[Field]:
+def _data_fields(cls: type) -> list[Field[Any]]:
     return [f for f in fields(cls) if f.name not in ("extra", "_given")]
 
 
-def _default(f: Field) -> Any:
+def _default(f: Field[Any]) -> Any:
     if f.default_factory is not MISSING:
         return f.default_factory()
     return f.default
