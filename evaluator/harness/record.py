@@ -582,6 +582,35 @@ class LaunchedKernels(_Part):
 
 
 @dataclass
+class EnvOptions(_Part):
+    """The options that change a verdict's meaning (verdict.environment)."""
+
+    quick: bool | None = _opt(_opt_bool)
+    compile_baseline: bool | None = _opt(_opt_bool)
+    randomise_params: bool | None = _opt(_opt_bool)
+    verified_trials: int | None = _opt(_opt_int)
+
+
+@dataclass
+class Tolerances(_Part):
+    """atol = rtol of each gate for fp32 outputs, and the half-precision ones by dtype (protocol.tolerance_for)."""
+
+    verified: float | None = _opt(_opt_num)
+    standard: float | None = _opt(_opt_num)
+    half_precision: dict[str, float] | None = _opt(_numbers)
+
+
+@dataclass
+class StandardProtocol(_Part):
+    """How the standard protocol's verdict was reached (correctness_phase.check_correctness)."""
+
+    trials: int | None = _opt(_opt_int)
+    tolerance: float | None = _opt(_opt_num)
+    distribution: str | None = _opt(_opt_text)
+    params: str | None = _opt(_opt_text)
+
+
+@dataclass
 class Environment(_Part):
     """What the numbers were measured on and under (verdict.environment, evaluation.py, setup_phase.py,
     correctness_phase.py); `driver` is added by the site (evaluator/host.py). Every field is optional: records
@@ -599,10 +628,10 @@ class Environment(_Part):
     seeds_digest: str | None = _opt(_opt_text)
     seeds_scheme: str | None = _opt(_opt_text)
     kernel_sha256: str | None = _opt(_opt_text)
-    options: dict[str, Any] | None = _opt(_opt_mapping)
-    tolerance: dict[str, Any] | None = _opt(_opt_mapping)
+    options: EnvOptions | None = _opt()
+    tolerance: Tolerances | None = _opt()
     precision_flags: dict[str, Any] | None = _opt(_opt_mapping)  # null: no kernel call ran
-    standard_protocol: dict[str, Any] | None = _opt(_opt_mapping)
+    standard_protocol: StandardProtocol | None = _opt()
     compile_cache: str | None = _opt(_opt_text)
     compile_cache_store: Any = _opt()
     load_limit_s: float | None = _opt(_opt_num)
@@ -614,6 +643,12 @@ class Environment(_Part):
     limits: dict[str, Any] | None = _opt(_opt_mapping)  # host_memory_bytes, fsize_bytes, nproc, cgroup...
     prestarted_workers: bool | None = _opt(_opt_bool)
     driver: str | None = _opt(_opt_text)
+
+    _nested: ClassVar[dict[str, tuple[type[_Part], bool]]] = {
+        "options": (EnvOptions, False),
+        "tolerance": (Tolerances, False),
+        "standard_protocol": (StandardProtocol, False),
+    }
 
 
 @dataclass

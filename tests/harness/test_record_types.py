@@ -153,6 +153,33 @@ def test_every_key_the_orchestrator_writes_into_the_record_is_a_field_of_the_rec
     assert not {(where, key) for where, key in written if key not in names}
 
 
+# Functions whose every dict literal is a part of the record (launched kernels and the roofline bound are written on
+# CUDA only, where the CPU tests never print a record).
+RECORD_BUILDERS = {
+    "timing_record.py": None,
+    "timed_outputs.py": None,
+    "roofline.py": {"speed_of_light"},
+    "launched.py": {"summarise", "report"},
+    "verdict.py": {"environment"},
+}
+
+
+def test_every_key_of_the_record_parts_the_orchestrator_builds_is_a_field_of_the_record_type():
+    names = Record.all_keys()
+    built = set()
+    for file, functions in RECORD_BUILDERS.items():
+        tree = ast.parse((HARNESS / "orchestrator" / file).read_text())
+        scopes = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name in (functions or {n.name})]
+        assert scopes, file
+        for scope in scopes:
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Dict):
+                    keys = [k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+                    built |= {(file, key) for key in keys}
+    assert {key for _, key in built} >= {"bound_ms", "custom_launched", "time_us", "candidate_synced_median_ms"}
+    assert not {(file, key) for file, key in built if key not in names}
+
+
 def test_every_key_in_the_records_written_on_the_gpu_is_a_field_of_the_record_type():
     """The H200 records of schema 2 pass the print-time check (keys starting with "_" are the benchmark scripts')."""
     recent = [(where, r) for where, r in _stored_records() if r.get("schema_version") == 2]
