@@ -3,6 +3,8 @@ catalogue/migrations/0006_label_catalogue.py with their tables, content types an
 
 from __future__ import annotations
 
+from io import StringIO
+
 import pytest
 from django.apps import apps
 from django.contrib.auth.models import Permission, User
@@ -56,3 +58,17 @@ def test_a_database_from_before_keeps_its_rows_and_grants():
     assert not ContentType.objects.filter(app_label="leaderboard").exists()
     alice = User.objects.get(pk=alice.pk)  # a fresh permission cache
     assert alice.has_perm("catalogue.change_llm")
+
+
+@pytest.mark.django_db
+def test_a_gpu_run_exported_under_the_former_label_still_loads():
+    from pathlib import Path
+
+    from django.core.management import call_command
+
+    from catalogue.models import Kernel
+
+    fixture = Path(__file__).resolve().parents[2] / "leaderboard" / "fixtures" / "h200_e2e.json"
+    assert '"model": "leaderboard.kernel"' in fixture.read_text()  # exported before the catalogue had its own label
+    call_command("load_gpu_results", str(fixture), stdout=StringIO())
+    assert Kernel.objects.filter(submission__llm__name__isnull=False).count() == 25
