@@ -25,7 +25,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 def type_checker(argv: list[str]) -> bool:
     """mypy (`mypy`, `dmypy`, `python -m mypy`): the django-stubs plugin reads these settings and serves nothing."""
     program = Path(argv[0]) if argv else Path()
-    return program.name in {"mypy", "dmypy"} or (program.name == "__main__.py" and program.parent.name == "mypy")
+    checkers = {"mypy", "dmypy"}
+    return program.name in checkers or (program.name == "__main__.py" and program.parent.name in checkers)
 
 
 DEBUG = envbool("DJANGO_DEBUG", "False")

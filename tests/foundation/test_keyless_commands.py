@@ -43,3 +43,14 @@ def test_web_server_and_worker_still_need_a_secret_key(tmp_path):
         done = keyless(argv, tmp_path, timeout=60)
         assert done.returncode != 0, argv
         assert "SECRET_KEY is required" in done.stderr, (argv, done.stderr[-500:])
+
+
+def test_mypy_reads_the_settings_without_a_secret_key():
+    """The django-stubs plugin imports config.settings inside mypy (make lint): a random key, as for the keyless
+    commands; nothing else that merely looks like it."""
+    from config.settings import type_checker
+
+    for argv in (["/repo/.venv/bin/mypy"], ["dmypy", "run"], ["/x/site-packages/mypy/__main__.py"]):
+        assert type_checker(argv), argv
+    for argv in ([], ["-c"], ["/usr/bin/gunicorn"], ["manage.py", "runserver"], ["/srv/mypy-site/__main__.py"]):
+        assert not type_checker(argv), argv
