@@ -122,9 +122,11 @@ class Candidate:
         try:
             name = f"candidate_kernel_{msg['suffix']}"
             spec = importlib.util.spec_from_file_location(name, msg["kernel_path"])
-            module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+            if spec is None or spec.loader is None:  # not a .py path (the harness names it): no loader for it
+                raise ImportError(f"no loader for {msg['kernel_path']!r}")
+            module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
-            spec.loader.exec_module(module)  # type: ignore[union-attr]
+            spec.loader.exec_module(module)
         except BaseException as exc:  # SyntaxError, build failure, sys.exit: a compile error
             return {"ok": False, "phase": "compile", "error": _loop_module.short_exception(exc)}
         compile_s = (_clock_ns() - start) / 1e9
