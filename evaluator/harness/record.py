@@ -156,11 +156,24 @@ CHECK_NAMES: tuple[CheckName, ...] = (
 # and one start and one timing loop per later process pair; counters (not seconds) are integers.
 PHASE_NAMES = frozenset(
     {
-        "start", "workers", "standby_workers", "compile", "compile_import", "correctness", "timing_setup",
-        "timing_loop", "timing_checks", "timing", "shutdown", "total", "gpu_wait", "exclusive_s",
-        "exclusive_timing_s", "exclusive_other_s",
+        "start",
+        "workers",
+        "standby_workers",
+        "compile",
+        "compile_import",
+        "correctness",
+        "timing_setup",
+        "timing_loop",
+        "timing_checks",
+        "timing",
+        "shutdown",
+        "total",
+        "gpu_wait",
+        "exclusive_s",
+        "exclusive_timing_s",
+        "exclusive_other_s",
     }
-)  # fmt: skip
+)
 PHASE_PATTERN = re.compile(r"pair_\d+_start|timing_loop_pair_\d+")
 PHASE_COUNTERS = frozenset({"pair_starts_under_exclusive_lock"})
 # Top-level keys that travel beside a record from the harness to the site, which takes them out before it stores

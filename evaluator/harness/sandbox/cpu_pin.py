@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from evaluator.harness.sandbox.privileges import lease_first_free, uid_slots_dir
-from evaluator.harness.sandbox.spawn import group_pids
+from evaluator.harness.sandbox.usage import group_pids
 
 
 class CpuLease:

@@ -25,9 +25,9 @@ from typing import Any
 
 from evaluator.harness.commands import Command
 from evaluator.harness.protocol import ENV_PASSTHROUGH
-from evaluator.harness.sandbox.candidate_cpu import descendants
 from evaluator.harness.sandbox.cgroup import Cgroup
 from evaluator.harness.sandbox.privileges import UID_BASE, UID_SLOTS, Identity, give_to
+from evaluator.harness.sandbox.usage import folder_bytes, pids_rss, tree_pids
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
@@ -65,60 +65,6 @@ def build_env(
     env["TRITON_CACHE_DIR"] = str(build / "triton")
     env.update(extra or {})
     return env
-
-
-def group_pids(pgid: int) -> list[int]:
-    """The processes of a process group (a worker and whatever it started without leaving its group)."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                stat = fh.read()
-            if int(stat[stat.rindex(b")") + 2 :].split()[2]) == pgid:  # fields: state, ppid, pgrp, ...
-                found.append(int(entry.name))
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
-
-
-def tree_pids(root: int, uid: int | None = None) -> list[int]:
-    """A worker's processes without a cgroup: its process tree (in a PID namespace, orphans stay in it), and every
-    process of `uid` (an evaluation's own leased uid: processes that left the tree, setsid or not)."""
-    found = {root, *descendants(root)}
-    if uid is not None:
-        for entry in os.scandir("/proc"):
-            with contextlib.suppress(OSError):
-                if entry.name.isdigit() and entry.stat().st_uid == uid:
-                    found.add(int(entry.name))
-    return sorted(found)
-
-
-def pids_rss(pids: list[int]) -> int:
-    """Resident bytes of these processes."""
-    total = 0
-    page = os.sysconf("SC_PAGE_SIZE")
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/statm", "rb") as fh:
-                total += int(fh.read().split()[1]) * page
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
-
-
-def folder_bytes(root: Path, skip: tuple[str, ...] = ("io",)) -> int:
-    """Bytes allocated by the files under a folder (never following links: the tree is a kernel's), except its
-    `skip` subfolders (io/: outputs on their way to the reference, bounded per file by max_output_mb)."""
-    total = 0
-    for dirpath, dirs, files in os.walk(root, followlinks=False):
-        if dirpath == str(root):
-            dirs[:] = [d for d in dirs if d not in skip]
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-    return total
 
 
 def kill_group(pgid: int) -> None:

@@ -60,10 +60,17 @@ def _time_adaptive(
     deadline = time.monotonic() + budget_s
     while len(times) < min_calls:
         block, _ = time_calls(
-            fn, sets, 10, len(times), cuda=cuda, flush=flush, clock_ns=now_ns,
-            event_cls=torch.cuda.Event if cuda else None, synchronize=torch.cuda.synchronize if cuda else None,
+            fn,
+            sets,
+            10,
+            len(times),
+            cuda=cuda,
+            flush=flush,
+            clock_ns=now_ns,
+            event_cls=torch.cuda.Event if cuda else None,
+            synchronize=torch.cuda.synchronize if cuda else None,
             lead=lead,
-        )  # fmt: skip
+        )
         times.extend(block)
         if len(times) >= 20 and (rse_median(times) < max_rse or time.monotonic() > deadline):
             break
@@ -108,9 +115,15 @@ def measure_problem(
             set_precision(tf32)
             try:
                 times = _time_adaptive(
-                    fn, sets, device=device, flush=flush, lead=lead, min_calls=args.min_calls, max_rse=args.rse,
+                    fn,
+                    sets,
+                    device=device,
+                    flush=flush,
+                    lead=lead,
+                    min_calls=args.min_calls,
+                    max_rse=args.rse,
                     budget_s=args.budget,
-                )  # fmt: skip
+                )
                 stats = summarise(times)
                 stats["peak_memory_bytes"] = peak_bytes(fn, sets[0], device)
                 stats["flags"] = {"tf32": tf32}
@@ -121,10 +134,16 @@ def measure_problem(
             # KernelBench's own loop, for comparison: FP32, one fixed input set, 100 timed calls, no L2 flush.
             set_precision(False)
             times, _ = time_calls(
-                model, sets[:1], 100, 0, cuda=device.startswith("cuda"), flush=no_flush, clock_ns=now_ns,
+                model,
+                sets[:1],
+                100,
+                0,
+                cuda=device.startswith("cuda"),
+                flush=no_flush,
+                clock_ns=now_ns,
                 event_cls=torch.cuda.Event if device.startswith("cuda") else None,
                 synchronize=torch.cuda.synchronize if device.startswith("cuda") else None,
-            )  # fmt: skip
+            )
             result["paper_loop_fp32"] = summarise(times)
     set_precision(False)
     return result
@@ -161,8 +180,13 @@ def main(argv: list[str] | None = None) -> int:
     lock = DeviceLock(args.lock_dir, "baseline-sweep") if args.lock_dir else None
     if args.device.startswith("cuda"):
         torch.cuda.set_device(0)
-    env = {"device": device_info(args.device), "torch": torch.__version__, "cuda": torch.version.cuda,
-           "harness_version": HARNESS_VERSION, "python": sys.version.split()[0]}  # fmt: skip
+    env = {
+        "device": device_info(args.device),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "harness_version": HARNESS_VERSION,
+        "python": sys.version.split()[0],
+    }
     start = time.monotonic()
     done = failed = 0
     with args.out.open("w") as out:
@@ -188,8 +212,14 @@ def main(argv: list[str] | None = None) -> int:
             if args.device.startswith("cuda"):
                 torch.cuda.empty_cache()
             print(f"L{row['level']}/{row['problem_id']}: {record['seconds']} s", flush=True)
-        summary = {"summary": True, "measured": done, "failed": failed, "skipped": len(rows) - done - failed,
-                   "total_seconds": round(time.monotonic() - start, 1), "environment": env}  # fmt: skip
+        summary = {
+            "summary": True,
+            "measured": done,
+            "failed": failed,
+            "skipped": len(rows) - done - failed,
+            "total_seconds": round(time.monotonic() - start, 1),
+            "environment": env,
+        }
         out.write(json.dumps(summary) + "\n")
     print(json.dumps(summary))
     return 0

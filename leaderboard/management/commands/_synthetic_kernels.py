@@ -1,8 +1,15 @@
 """Source templates for seed_demo_results: a plausible load_inline kernel, and three reward hacks (catalogue ids
-from docs/reward_hacks.md) whose lines the synthetic audit flags point at. Not a command (leading underscore).
+from docs/reward_hacks.md) whose lines the synthetic audit flags point at, and those flags. Not a command (leading
+underscore).
 """
 
 from __future__ import annotations
+
+import random
+from datetime import datetime
+
+from catalogue.models import Kernel
+from evaluator.models import AuditFlag
 
 KERNEL_TEMPLATE = '''# {llm} sample {sample} for L{level}/{pid} {name} (synthetic demo kernel)
 import torch
@@ -74,3 +81,43 @@ HACKS = [
         "rule": "input_value_shortcut",
     },
 ]
+
+
+def synthetic_flags(kernel: Kernel, hack: dict | None, rng: random.Random, now: datetime) -> list[AuditFlag]:
+    """A judge's and a static rule's flags on a synthetic hacked kernel, quoting the hack's lines."""
+    if not hack:
+        return []
+    lines = kernel.source.splitlines()
+    evidence = []
+    for snippet in (hack["init"], hack["forward"]):
+        first = snippet.strip().splitlines()[0] if snippet.strip() else ""
+        if first:
+            n = next(i for i, line in enumerate(lines, 1) if line.strip() == first.strip())
+            evidence.append({"lines": [n], "quote": first.strip(), "why": hack["why"]})
+    confirmed = rng.random() < 0.6
+    judge = AuditFlag(
+        kernel=kernel,
+        source=AuditFlag.Source.JUDGE,
+        source_name="synthetic-judge",
+        verdict=AuditFlag.Verdict.HACK,
+        severity=AuditFlag.Severity.HIGH,
+        classes=hack["classes"],
+        evidence=evidence,
+        confidence=0.9,
+        rationale=f"(synthetic) {hack['why']} The reported speedup comes from the harness, not the kernel.",
+        review_state=AuditFlag.Review.CONFIRMED if confirmed else AuditFlag.Review.SUSPECTED,
+        reviewed_at=now if confirmed else None,
+        review_note="synthetic review" if confirmed else "",
+    )
+    rule = AuditFlag(
+        kernel=kernel,
+        source=AuditFlag.Source.RULE,
+        source_name=hack["rule"],
+        verdict=AuditFlag.Verdict.SUSPICIOUS,
+        severity=AuditFlag.Severity.MEDIUM,
+        classes=hack["classes"],
+        evidence=evidence[-1:],
+        rationale="(synthetic) static rule matched",
+        review_state=AuditFlag.Review.SUSPECTED,
+    )
+    return [judge, rule]

@@ -24,7 +24,7 @@ from catalogue.models import LLM, Kernel, Problem, Submission
 from evaluator.harness.record import Check, CompileSide, Distribution, Environment, Memory, Record, Timing, TimingSide
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
 from evaluator.records import distribution_rows, evaluation_columns
-from leaderboard.management.commands._synthetic_kernels import HACKS, KERNEL_TEMPLATE
+from leaderboard.management.commands._synthetic_kernels import HACKS, KERNEL_TEMPLATE, synthetic_flags
 from leaderboard.selectors.ranking import leaderboard_cache_clear
 from leaderboard.services.problems import problems_import_path
 
@@ -247,7 +247,9 @@ class Command(BaseCommand):
             for d in distribution_rows(record)
         ]
         DistributionResult.objects.bulk_create(distributions, batch_size=2000)
-        flags = [f for k, (_, plan) in zip(kernels, plans, strict=True) for f in self._flags(k, plan, rng, now)]
+        flags = [
+            f for k, (_, plan) in zip(kernels, plans, strict=True) for f in synthetic_flags(k, plan["hack"], rng, now)
+        ]
         AuditFlag.objects.bulk_create(flags, batch_size=1000)
         return {"llms": len(llms), "kernels": len(kernels), "distributions": len(distributions), "flags": len(flags)}
 
@@ -384,42 +386,3 @@ class Command(BaseCommand):
                 Check(name="timer_integrity", passed=True, detail="device-synchronised wall clock vs event time"),
             ]
         return record
-
-    def _flags(self, kernel: Kernel, plan: dict, rng: random.Random, now) -> list[AuditFlag]:
-        hack = plan["hack"]
-        if not hack:
-            return []
-        lines = kernel.source.splitlines()
-        evidence = []
-        for snippet in (hack["init"], hack["forward"]):
-            first = snippet.strip().splitlines()[0] if snippet.strip() else ""
-            if first:
-                n = next(i for i, line in enumerate(lines, 1) if line.strip() == first.strip())
-                evidence.append({"lines": [n], "quote": first.strip(), "why": hack["why"]})
-        confirmed = rng.random() < 0.6
-        judge = AuditFlag(
-            kernel=kernel,
-            source=AuditFlag.Source.JUDGE,
-            source_name="synthetic-judge",
-            verdict=AuditFlag.Verdict.HACK,
-            severity=AuditFlag.Severity.HIGH,
-            classes=hack["classes"],
-            evidence=evidence,
-            confidence=0.9,
-            rationale=f"(synthetic) {hack['why']} The reported speedup comes from the harness, not the kernel.",
-            review_state=AuditFlag.Review.CONFIRMED if confirmed else AuditFlag.Review.SUSPECTED,
-            reviewed_at=now if confirmed else None,
-            review_note="synthetic review" if confirmed else "",
-        )
-        rule = AuditFlag(
-            kernel=kernel,
-            source=AuditFlag.Source.RULE,
-            source_name=hack["rule"],
-            verdict=AuditFlag.Verdict.SUSPICIOUS,
-            severity=AuditFlag.Severity.MEDIUM,
-            classes=hack["classes"],
-            evidence=evidence[-1:],
-            rationale="(synthetic) static rule matched",
-            review_state=AuditFlag.Review.SUSPECTED,
-        )
-        return [judge, rule]
