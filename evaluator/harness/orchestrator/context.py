@@ -2,7 +2,7 @@
 worker clients, and what one phase learns for a later one (device info, byte sizes, the kernel's state entries).
 
 The phases (setup_phase.py, correctness_phase.py, timing_phase.py, verdict.py) are functions of this one object,
-so what each reads and writes is visible at its call site in orchestrator.py. stdlib only, like the orchestrator.
+so what each reads and writes is visible at its call site in evaluation.py. stdlib only, like the orchestrator.
 """
 
 from __future__ import annotations

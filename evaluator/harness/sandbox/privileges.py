@@ -2,7 +2,7 @@
 
 A kernel is untrusted code. Run as the evaluator's own user (root in CI and on the GPU machine) it could write anywhere
 on the machine (red-team class C2, tests/redteam/abuse/write_outside_workdir.py). So when the orchestrator runs as root
-(effective uid 0) the candidate worker is started as an unprivileged user instead (sandbox.Worker's `run_as`):
+(effective uid 0) the candidate worker is started as an unprivileged user instead (spawn.Worker's `run_as`):
 
 - `KBV_SANDBOX_USER` names that user: `auto` (default) leases a uid of the evaluation's own from a pool
   (200000 + slot, see UidLease), so concurrent kernels never share a user; or a user name (65534:65534 when the
