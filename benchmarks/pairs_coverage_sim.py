@@ -2,7 +2,7 @@
 
 A simulation with the harness's own functions (`timing.hierarchical_ratio_ci`, `pooled_ratio`) and its stopping
 rule (add pairs while their speedups spread by more than `pair_agreement` (`timing.ratios_disagree`) or the
-log-scale interval is wider than `ci_target` (`timing_phase.wider_than_target`), up to `max_process_pairs`).
+log-scale interval is wider than `ci_target` (`pair_policy.wider_than_target`), up to `max_process_pairs`).
 Each process pair gets a host speed factor per side, drawn with the between-process spread measured on the H200 for
 L3/20 (MobileNetV2: the same code at 3.8-5.3 ms in ten processes, a standard deviation of 10 % and 13 % per side;
 process-pairs-h200.md), and `calls` calls per side with 1 % noise. The true speedup is 1.0 (both sides are the same
@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluator.harness.orchestrator.timing_phase import WIDTH_RULE_PAIRS
+from evaluator.harness.orchestrator.pair_policy import WIDTH_RULE_PAIRS
 from evaluator.harness.timing import (
     hierarchical_ratio_ci,
     log_ratio_interval,
@@ -41,7 +41,7 @@ from evaluator.harness.timing import (
 
 
 def wider(pairs: list[tuple[list[float], list[float]]], target: float) -> bool:
-    """timing_phase.wider_than_target on plain pairs."""
+    """pair_policy.wider_than_target on plain pairs."""
     if target <= 0 or len(pairs) >= WIDTH_RULE_PAIRS:
         return False
     made = log_ratio_interval(pairs, bootstrap=False)

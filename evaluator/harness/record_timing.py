@@ -119,7 +119,7 @@ class PairStart(_Part):
 
 @dataclass
 class HostFraction(_Part):
-    """A call's host time over its event time per side (timing_phase.host_fractions; CUDA only)."""
+    """A call's host time over its event time per side (pair_policy.host_fractions; CUDA only)."""
 
     baseline_tf32: float | None = _opt(_opt_num)
     candidate: float | None = _opt(_opt_num)

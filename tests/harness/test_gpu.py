@@ -96,7 +96,7 @@ def test_load_inline_cuda_kernel_and_compile_cache(tmp_path):
 
 
 def test_host_time_tells_a_launch_bound_call_from_a_gpu_bound_one():
-    """Launch-bound calls get process pairs (timing_phase.pairs_wanted). On the GPU, a call of 300 tiny
+    """Launch-bound calls get process pairs (pair_policy.pairs_wanted). On the GPU, a call of 300 tiny
     kernels returns when its last launch is issued, about when the GPU finishes; one large matmul returns at once."""
     from evaluator.harness.timing import time_calls
     from evaluator.harness.workers.l2 import L2Flusher

@@ -5,7 +5,8 @@ is each call's host time (until it returned) against its event time."""
 
 from __future__ import annotations
 
-from evaluator.harness.orchestrator.timing_phase import PairSamples, _host_times, host_fractions, pairs_wanted
+from evaluator.harness.orchestrator.pair_policy import PairSamples, host_fractions, pairs_wanted
+from evaluator.harness.orchestrator.timing_phase import _host_times
 from evaluator.harness.protocol import Options
 from evaluator.harness.timing import time_calls
 

@@ -8,6 +8,7 @@ import statistics
 
 import pytest
 
+from evaluator.harness.orchestrator.pair_policy import pair_budget_s
 from evaluator.harness.orchestrator.timing_record import fp32_speedup
 from evaluator.harness.protocol import Options
 from evaluator.harness.timing import LONG_BLOCK_TARGETS, calls_per_block, enough_calls
@@ -54,3 +55,17 @@ def test_the_fp32_speedup_is_the_speedup_times_the_first_pairs_fp32_over_tf32_ra
 def test_no_fp32_speedup_without_fp32_calls():
     assert fp32_speedup(1.5, {"fp32": [], "tf32": [1.0]}, None) is None
     assert fp32_speedup(1.5, {"fp32": [3.0], "tf32": [1.0]}, None) == pytest.approx(4.5)
+
+
+def test_the_timing_budget_is_the_evaluations_shared_over_its_pairs():
+    opts = Options.build({"timing_budget_s": 12.0})
+    assert pair_budget_s(opts, 0.0, 0, 1) == 6.0  # the first pair: half
+    assert pair_budget_s(opts, 6.0, 1, 3) == 3.0  # two more wanted: the rest shared
+    assert pair_budget_s(opts, 9.0, 2, 3) == 3.0
+    assert pair_budget_s(opts, 12.5, 3, 4) == 0.0  # spent: a fourth pair times only its minimum
+    # in all, an evaluation's timed loops stay near the budget however many pairs run (each pair's minimum apart)
+    spent, done = 0.0, 0
+    for wanted in (1, 3, 3, 4):
+        spent += pair_budget_s(opts, spent, done, wanted)
+        done += 1
+    assert spent <= opts.timing_budget_s

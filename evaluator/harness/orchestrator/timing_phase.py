@@ -15,11 +15,18 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from typing import Any
 
 from evaluator.harness.orchestrator.bring_up import fresh_pair
 from evaluator.harness.orchestrator.context import Context
+from evaluator.harness.orchestrator.pair_policy import (
+    PairSamples,
+    host_fractions,
+    pair_budget_s,
+    pairs_disagree,
+    pairs_wanted,
+    wider_than_target,
+)
 from evaluator.harness.orchestrator.timed_outputs import fresh_probe, recheck, recheck_outputs
 from evaluator.harness.orchestrator.timing_record import (
     OuterBlocks,
@@ -29,7 +36,7 @@ from evaluator.harness.orchestrator.timing_record import (
     fill_timing_record,
     stability_check,
 )
-from evaluator.harness.protocol import PAPER_LOOP_CALLS, Options, set_check
+from evaluator.harness.protocol import PAPER_LOOP_CALLS, set_check
 from evaluator.harness.sandbox.candidate_cpu import CandidateCpu, busy_finding, used_between
 from evaluator.harness.sandbox.cpu_pin import CpuLease, pin_group
 from evaluator.harness.timing import (
@@ -37,17 +44,10 @@ from evaluator.harness.timing import (
     analytic_log_half_width,
     calls_per_block,
     enough_calls,
-    log_ratio_interval,
-    ratios_disagree,
     rse_median,
 )
 
 MIN_ROUNDS = 4  # blocks per side before the loop may stop early (quick mode's 10 calls would be only 2)
-# The interval-width rule adds pairs only below this many: it resolves two pairs' one degree of freedom. Beyond
-# three, only disagreement adds pairs: a fourth pair to narrow an interval that three agree on cost 0.5 pairs per
-# evaluation for 1.5 % less width, and stopping on a narrow interval lowered coverage (96-97 % -> 92-95 %, at 1 %
-# between-process spread; benchmarks/results/log-interval-coverage.md).
-WIDTH_RULE_PAIRS = 3
 
 OutsideLock = Callable[[], AbstractContextManager[str]]
 
@@ -81,7 +81,7 @@ def _run_timing(ctx: Context, cpu: int | None, why: str, outside_lock: OutsideLo
     ctx.timing_sets = _timing_sets(ctx)
     seeds = [ctx.seed() for _ in range(ctx.timing_sets)]
     pairs: list[PairSamples] = []
-    setup, block = _time_pair(ctx, seeds, pairs, None, cpu)
+    setup, block = _time_pair(ctx, seeds, pairs, None, cpu, pair_budget_s(opts, 0.0, 0, 1))
     host = host_fractions(pairs[0])
     wanted = pairs_wanted(pairs[0], host, opts)
     skipped = ""
@@ -104,7 +104,8 @@ def _run_timing(ctx: Context, cpu: int | None, why: str, outside_lock: OutsideLo
         if hold == "exclusive":
             phases = ctx.record["phases"]
             phases["pair_starts_under_exclusive_lock"] = phases.get("pair_starts_under_exclusive_lock", 0) + 1
-        _time_pair(ctx, seeds, pairs, block, cpu)
+        spent = sum(p.loop_s for p in pairs)
+        _time_pair(ctx, seeds, pairs, block, cpu, pair_budget_s(opts, spent, len(pairs), wanted))
     step = time.monotonic()
     paper = _paper_loop(ctx) if opts.paper_loop else None
     rechecks: dict[str, Any] = {}
@@ -141,46 +142,6 @@ def _run_timing(ctx: Context, cpu: int | None, why: str, outside_lock: OutsideLo
     ctx.phase("timing", started)
 
 
-def host_fractions(pair: PairSamples) -> dict[str, float]:
-    """Per side (TF32 baseline, candidate; CUDA only): the median call's host time (until it returned) over its
-    median event time. Near 1 or above, the call is launch-bound: the GPU waits for the host, so the call runs at
-    the speed of its process's host, which differs between processes like the latency the launch lead hides
-    (measured: one launch-bound L3 problem timed 0.76x-1.14x against itself in five evaluations of one pair each)."""
-    fractions = {}
-    for side in ("tf32", "cand"):
-        host = [h for h in pair.host.get(side, []) if math.isfinite(h) and h >= 0]
-        times = [t for t in pair.times.get(side, []) if math.isfinite(t)]
-        if host and times and statistics.median(times) > 0:
-            fractions[side] = statistics.median(host) / statistics.median(times)
-    return fractions
-
-
-def pairs_wanted(first: PairSamples, host: dict[str, float], opts: Options) -> int:
-    """Process pairs to start with: opts.launch_bound_pairs (at least opts.process_pairs) for a launch-bound call
-    on either side (host time at least opts.host_bound_fraction of the event time), opts.process_pairs for a short
-    problem (the TF32 baseline's median below opts.pairs_below_ms), else one. A candidate's own figure can only add
-    pairs for itself: a forged one gains no speed."""
-    if any(fraction >= opts.host_bound_fraction for fraction in host.values()):
-        return max(opts.process_pairs, opts.launch_bound_pairs)
-    base = first.times["tf32"]
-    return opts.process_pairs if base and statistics.median(base) < opts.pairs_below_ms else 1
-
-
-def wider_than_target(pairs: list[PairSamples], opts: Options) -> bool:
-    """Is the speedup's interval from these pairs (timing.log_ratio_interval, the calls' precision taken from their
-    robust errors) wider than opts.ci_target, with fewer than WIDTH_RULE_PAIRS pairs? Two pairs give one degree of
-    freedom: they stop there only when they agree within about ci_target / 8; else a third pair runs."""
-    if opts.ci_target <= 0 or len(pairs) >= WIDTH_RULE_PAIRS:
-        return False
-    made = log_ratio_interval([(p.times["tf32"], p.times["cand"]) for p in pairs], bootstrap=False)
-    return made is not None and math.expm1(made[2]) > opts.ci_target
-
-
-def pairs_disagree(pairs: list[PairSamples], agreement: float) -> bool:
-    """timing.ratios_disagree over the pairs' TF32-baseline and candidate calls."""
-    return ratios_disagree([(p.times["tf32"], p.times["cand"]) for p in pairs], agreement)
-
-
 def _describe_cpu(ctx: Context, pairs: list[PairSamples], cpu: int | None, why: str) -> None:
     """Where the workers were timed (timing.cpu) and the kernel's CPU time while the baseline was timed
     (timing.candidate_cpu); a kernel busy then fails timer integrity (candidate_cpu.py)."""
@@ -198,27 +159,12 @@ def _describe_cpu(ctx: Context, pairs: list[PairSamples], cpu: int | None, why: 
         set_check(ctx.record, "timer_integrity", False, finding)
 
 
-@dataclass
-class PairSamples:
-    """What one process pair's timed blocks collected (see _timed_blocks)."""
-
-    times: Samples
-    walls: Samples
-    outer: OuterBlocks
-    forged: list[str]
-    rechecks: dict[str, Any] = field(default_factory=dict)
-    host: Samples = field(default_factory=dict)  # side -> per-call host ms (CUDA; see host_fractions)
-    busy: dict[str, list[float]] = field(default_factory=dict)  # baseline side -> [kernel's CPU ms, wall ms]
-    pinned: dict[str, int] = field(default_factory=dict)  # worker -> threads pinned to the timing CPU
-    stopped: str = ""  # why its timed blocks stopped (see _timed_blocks)
-
-
 def _time_pair(
-    ctx: Context, seeds: list[int], pairs: list[PairSamples], block: int | None, cpu: int | None
+    ctx: Context, seeds: list[int], pairs: list[PairSamples], block: int | None, cpu: int | None, budget_s: float
 ) -> tuple[dict[str, Any], int]:
     """Timing set-up and the timed blocks in the current worker pair (appended to `pairs`), after set-up on `cpu`
-    when one is leased. The first pair sizes the blocks (`block` None); later pairs use the same size. Returns the
-    set-up reply and the block size."""
+    when one is leased, within `budget_s` (pair_budget_s). The first pair sizes the blocks (`block` None); later
+    pairs use the same size. Returns the set-up reply and the block size."""
     opts = ctx.opts
     first = not pairs
     step = time.monotonic()
@@ -241,8 +187,9 @@ def _time_pair(
     sides = ["tf32", "cand"] + (["fp32"] if first else [])
     sides += ["compile"] if opts.compile_baseline and not setup["compile_error"] else []
     tag = "" if first else f"pair {len(pairs) + 1} "
-    pairs.append(_timed_blocks(ctx, sides, len(seeds), block, tag))
+    pairs.append(_timed_blocks(ctx, sides, len(seeds), block, budget_s, tag))
     pairs[-1].pinned = pinned
+    pairs[-1].loop_s = time.monotonic() - step
     ctx.phase("timing_loop" if first else f"timing_loop_pair_{len(pairs)}", step)
     return setup, block
 
@@ -279,7 +226,9 @@ def _pooled(pairs: list[PairSamples]) -> tuple[Samples, Samples, OuterBlocks, li
     return times, walls, outer, [f for p in pairs for f in p.forged]
 
 
-def _timed_blocks(ctx: Context, sides: list[str], input_sets: int, block: int, tag: str = "") -> PairSamples:
+def _timed_blocks(
+    ctx: Context, sides: list[str], input_sets: int, block: int, budget_s: float, tag: str = ""
+) -> PairSamples:
     """Blocks of `block` calls per side in ABAB order until both medians are precise enough (or a limit is
     reached). Collects per-side call times and synced walls, the orchestrator's view of each block, forged-clock
     findings and the re-checks of timed outputs (None for one that was not a plain tensor)."""
@@ -292,7 +241,7 @@ def _timed_blocks(ctx: Context, sides: list[str], input_sets: int, block: int, t
     watch = CandidateCpu(os.getpid(), exclude=ctx.workers.ref.pid if ctx.workers.ref else None)
     rechecks: dict[str, dict[str, Any] | None] = {}  # timed output -> its re-check (None: not a plain tensor)
     forged: list[str] = []
-    offset, rounds, budget_end = 0, 0, time.monotonic() + opts.timing_budget_s
+    offset, rounds, budget_end = 0, 0, time.monotonic() + budget_s
     stopped = ""
     kept_blocks = 0
     max_calls = max(opts.max_calls, MIN_ROUNDS * block)  # longer blocks: still MIN_ROUNDS of them

@@ -277,7 +277,7 @@ def describe_pairs(
     host: dict[str, float] | None = None,
 ) -> None:
     """Per-process-pair medians (`timing.pairs`), so a reader sees the spread between processes that the interval
-    covers, and how the blocks were sized. `pairs`: timing_phase.PairSamples."""
+    covers, and how the blocks were sized. `pairs`: pair_policy.PairSamples."""
     timing = record["timing"]
     timing["block_calls"] = block_calls
     timing["order"] = f"alternating blocks (ABAB), {block_calls} calls per block"
