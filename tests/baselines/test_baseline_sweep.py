@@ -35,8 +35,8 @@ def demo_jsonl(path: Path) -> Path:
     return path
 
 
-def run_sweep(tmp_path: Path) -> Path:
-    out = tmp_path / "sweep.jsonl"
+def run_sweep(tmp_path: Path, *extra: str, name: str = "sweep.jsonl") -> Path:
+    out = tmp_path / name
     cmd = [
         sys.executable,
         "-m",
@@ -54,7 +54,7 @@ def run_sweep(tmp_path: Path) -> Path:
         "--budget",
         "0.2",
     ]
-    subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=True, timeout=300)
+    subprocess.run([*cmd, *extra], cwd=REPO_ROOT, check=True, capture_output=True, timeout=300)
     return out
 
 
@@ -123,26 +123,7 @@ def test_committed_h200_sweeps_cover_all_250_problems_and_torch_compile_on_248(p
 @pytest.mark.slow  # runs the baseline harness on every demo problem
 def test_sharded_sweep_merges_every_problem_once_with_one_summary(tmp_path):
     """`--shards 2`: two sweep processes share the device (timing through the GPU lock); one sorted file comes out."""
-    out = tmp_path / "sharded.jsonl"
-    cmd = [
-        sys.executable,
-        "-m",
-        "evaluator.harness.workers.baselines",
-        str(demo_jsonl(tmp_path / "p.jsonl")),
-        "--device",
-        "cpu",
-        "--out",
-        str(out),
-        "--levels",
-        "1",
-        "2",
-        "--min-calls",
-        "20",
-        "--budget",
-        "0.2",
-    ]
-    cmd += ["--shards", "2"]
-    subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=True, timeout=300)
+    out = run_sweep(tmp_path, "--shards", "2", name="sharded.jsonl")
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     summary, problems = rows[-1], rows[:-1]
     assert summary["summary"] and summary["shards"] == 2 and summary["shard_exit_codes"] == [0, 0]

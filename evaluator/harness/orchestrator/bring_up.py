@@ -11,7 +11,7 @@ from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.orchestrator.clients import CandidateClient, ReferenceClient
 from evaluator.harness.orchestrator.context import Context
 from evaluator.harness.orchestrator.correctness_phase import randomise
-from evaluator.harness.orchestrator.setup_phase import build_reference, handover, recompile
+from evaluator.harness.orchestrator.setup_phase import build_reference, handover, import_kernel
 from evaluator.harness.orchestrator.verdict import integrity
 from evaluator.harness.protocol import set_check
 
@@ -47,7 +47,7 @@ def fresh_pair(ctx: Context) -> None:
     report_strays(ctx, ctx.workers.respawn(ctx.emit))
     connect(ctx)
     build_reference(ctx)
-    recompile(ctx)
+    import_kernel(ctx)
     integrity(ctx, "after re-import")
     if ctx.params_seed is not None:
         randomise(ctx, seed=ctx.params_seed)

@@ -77,19 +77,22 @@ class EvaluationRun:
                 ctx.record["phases"]["standby_workers"] = ctx.record["phases"].pop("workers")
             prepare(ctx)
             handover(ctx)
-            if self._shares_gpu():
-                with self._gpu("shared"):
+            # Gigabyte tensors (or unknown sizes) take one exclusive stretch around every phase, so no other
+            # evaluation's memory sits on the device; the phases' own holds are then nothing more.
+            alone = not self._shares_gpu()
+
+            def hold(mode: str) -> contextlib.AbstractContextManager[None]:
+                return self._gpu("none" if alone else mode)
+
+            with self._gpu("exclusive" if alone else "none"):
+                with hold("shared"):
                     check_correctness(ctx)
                 if should_time(ctx):
-                    with self._gpu("exclusive"):
+                    with hold("exclusive"):
                         run_timing(ctx, outside_lock=self._outside_lock)
-                    with self._gpu("shared"):  # one profiled call per side: the GPU, but not alone
+                    with hold("shared"):  # one profiled call per side: the GPU, but not alone
                         self._launched_kernels()
                 integrity(ctx, "at the end")
-            else:  # gigabyte tensors: one exclusive stretch, so no other evaluation's memory sits on the device
-                with self._gpu("exclusive"):
-                    check_correctness(ctx)
-                    self._time_and_check()
             verdict(ctx)
         except CandidateFailed as failure:
             record_failure(ctx.record, failure)
@@ -113,12 +116,6 @@ class EvaluationRun:
         connect(ctx)
         ctx.record["environment"]["limits"] = {"host_memory_bytes": self.workers.memory, **self.workers.limits}
         ctx.phase("workers", ctx.deadline.start)  # part of "start": spawned, torch imported, CUDA context made
-
-    def _time_and_check(self) -> None:
-        if should_time(self.ctx):
-            run_timing(self.ctx, outside_lock=self._outside_lock)
-            self._launched_kernels()
-        integrity(self.ctx, "at the end")
 
     def _launched_kernels(self) -> None:
         """What ran: one profiled call per side, after the timed calls; CUDA only. A failure here is
@@ -160,7 +157,8 @@ class EvaluationRun:
         "cpu"): the tests exercise the same hold and release as a GPU machine.
 
         The exclusive hold is accounted in the record's phases: `exclusive_s` (held), `exclusive_timing_s` (the
-        timed loops in it), `exclusive_other_s` (set-up, probes, re-checks, profiling: the rest), and
+        timed loops in it), `exclusive_other_s` (set-up, probes, re-checks; with gigabyte tensors also correctness
+        and profiling: the rest), and
         `pair_starts_under_exclusive_lock` (0: every later process pair started with the GPU given back)."""
         ctx = self.ctx
         if mode == "none":

@@ -23,7 +23,7 @@ WIDTH_RULE_PAIRS = 3
 
 @dataclass
 class PairSamples:
-    """What one process pair's timed blocks collected (see _timed_blocks)."""
+    """What one process pair's timed blocks collected (timing_phase._timed_blocks)."""
 
     times: Samples
     walls: Samples
@@ -33,7 +33,7 @@ class PairSamples:
     host: Samples = field(default_factory=dict)  # side -> per-call host ms (CUDA; see host_fractions)
     busy: dict[str, list[float]] = field(default_factory=dict)  # baseline side -> [kernel's CPU ms, wall ms]
     pinned: dict[str, int] = field(default_factory=dict)  # worker -> threads pinned to the timing CPU
-    stopped: str = ""  # why its timed blocks stopped (see _timed_blocks)
+    stopped: str = ""  # why its timed blocks stopped (timing_phase._timed_blocks)
     loop_s: float = 0.0  # seconds its timed blocks took (the evaluation's timing budget is shared: pair_budget_s)
 
 

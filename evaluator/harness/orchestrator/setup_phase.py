@@ -40,7 +40,7 @@ def prepare(ctx: Context) -> None:
     ctx.phase("start", ctx.deadline.start)  # workers spawned, torch imported, the reference built on the device
     started = time.monotonic()
     try:
-        build = _compile(ctx)
+        build = import_kernel(ctx)
     finally:
         ctx.phase("compile", started)
     ctx.record["environment"].update(compile_cache=build.cache_state, load_limit_s=build.load_limit_s)
@@ -75,11 +75,13 @@ def build_reference(ctx: Context) -> dict[str, Any]:
     )
 
 
-def _compile(ctx: Context) -> Build:
+def import_kernel(ctx: Context) -> Build:
     """Import the kernel in its worker (compiling its extensions), with the compile cache's entry locked from the
     check to the store. The kernel builds in its own build folder (folders.build, which it sees at BUILD_DIR); the
     cache is ours and never visible to it: a hit is copied in before the import, a fresh build's products copied
-    out after it, both through descriptors (beneath.py)."""
+    out after it, both through descriptors (beneath.py). A later process pair's import (bring_up.fresh_pair) finds
+    the build where the first left it, or copies it anew from the cache; only the first import's figures are
+    recorded (prepare)."""
     f = ctx.folders
     sandboxed = ctx.workers.sandbox == "namespaces"
     ext_dir = Path(BUILD_DIR) if sandboxed else f.build
@@ -135,13 +137,6 @@ def _build_dir(ctx: Context) -> Iterator[int]:
     """A descriptor of the kernel's build folder, opened beneath the evaluation's folder (ours), never via a link."""
     with open_trusted_dir(ctx.folders.work) as work_fd, open_dir(work_fd, ctx.folders.build.name) as build_fd:
         yield build_fd
-
-
-def recompile(ctx: Context) -> None:
-    """Import the kernel again, in a fresh candidate worker (the timing phase's next process pair): its build is
-    found where the first import left it (its own build folder), or copied anew from the compile cache. The
-    record keeps the first import's figures."""
-    _compile(ctx)
 
 
 def handover(ctx: Context) -> None:

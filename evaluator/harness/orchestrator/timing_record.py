@@ -100,8 +100,9 @@ def compute_speedups(
     """The headline speedup (TF32 baseline) and its interval on the log scale from the process pairs' medians
     (timing.log_ratio_interval): exp(median of the pairs' log speedups), which one deviant pair cannot move from
     three pairs on, and an interval [x / f, x * f] that never reaches 0. With one pair that is the ratio of its
-    medians and a bootstrap over its calls. The other speedups are ratios of medians pooled over the pairs. The
-    bootstrap seed is secret so the interval cannot be anticipated; quick runs resample less."""
+    medians and a bootstrap over its calls. The FP32 speedup scales it by the first pair's FP32 / TF32 ratio
+    (fp32_speedup); a compile baseline's is a ratio of medians pooled over the pairs. The bootstrap seed is
+    secret so the interval cannot be anticipated; quick runs resample less."""
     timing = record["timing"]
     resamples = 500 if opts.quick else 2000
     record["speedup"] = timing["baseline_tf32"]["median_ms"] / c_med
