@@ -7,6 +7,7 @@ import ctypes
 import os
 import signal
 import time
+from collections.abc import Callable
 
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
@@ -39,7 +40,7 @@ def _children() -> list[int]:
     return found
 
 
-def _comm(pid: int) -> str:
+def process_name(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/comm") as fh:
             return fh.read().strip()
@@ -47,17 +48,29 @@ def _comm(pid: int) -> str:
         return ""
 
 
-def kill_adopted_children(rounds: int = 20, *, ignore: frozenset[str] = frozenset()) -> int:
-    """SIGKILL and reap every remaining child (call after the workers are closed); returns how many there were,
-    not counting those whose command name is in `ignore` (bubblewrap's own processes, re-parented to us when the
-    sandbox's outer process dies first: a kernel's processes cannot leave its PID namespace)."""
+def process_uid(pid: int) -> int | None:
+    """The process's real uid, which only a privileged process can change (the owner of /proc/PID is not it: a
+    process that makes itself undumpable shows as root's there)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def kill_adopted_children(is_kernels: Callable[[int], bool], rounds: int = 20) -> int:
+    """SIGKILL and reap every remaining child (call after the workers are closed); returns how many of them
+    `is_kernels` said were the kernel's (asked before the kill: a reaped pid leaves nothing to read)."""
     killed = 0
     for _ in range(rounds):
         children = _children()
         if not children:
             break
         for pid in children:
-            counted = _comm(pid) not in ignore  # read before the kill: a reaped pid has no name
+            counted = is_kernels(pid)
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(OSError):

@@ -19,7 +19,8 @@ from typing import Any
 
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.protocol import Options, Spec
-from evaluator.harness.sandbox.hardening import become_subreaper, kill_adopted_children
+from evaluator.harness.sandbox.candidate_cpu import descendants
+from evaluator.harness.sandbox.hardening import become_subreaper, kill_adopted_children, process_name, process_uid
 from evaluator.harness.sandbox.namespaces import Plan, SandboxUnavailable, bwrap_path, choose_mode
 from evaluator.harness.sandbox.privileges import (
     Identity,
@@ -219,16 +220,32 @@ class Workers:
 
     def _end_processes(self) -> int:
         workers = [w for w in (self.cand, self.ref) if w is not None]
+        is_kernels = self._kernels_orphan(self.ref.pid if self.ref is not None else None)
         for worker in workers:  # both exit (CUDA context teardown) at once, then each is waited for and reaped
             worker.ask_exit()
         for worker in workers:
             worker.close()
-        # bubblewrap's own processes re-parent to us as it exits: they are not the kernel's
-        stray = kill_adopted_children(ignore=frozenset({"bwrap"}) if self.sandbox == "namespaces" else frozenset())
+        stray = kill_adopted_children(is_kernels)
         for sock in self.fd_socks or ():
             sock.close()
         self.fd_socks = None
         return stray
+
+    def _kernels_orphan(self, ref_pid: int | None) -> Callable[[int], bool]:
+        """Which orphan adopted after the workers exit was the kernel's (the others are killed all the same):
+        bubblewrap's own processes re-parent to us as it exits and are not; with a uid of its own the kernel's are
+        that uid's, which it cannot shed; without one, whatever was not in the reference worker's tree now (the
+        reference's own helpers are orphaned too: inductor's compile workers under the compile baseline)."""
+        bwrap = self.sandbox == "namespaces"
+        uid = self.ident[0] if self.ident is not None else None
+        ours = frozenset(descendants(ref_pid)) if ref_pid and uid is None else frozenset()
+
+        def is_kernels(pid: int) -> bool:
+            if bwrap and process_name(pid) == "bwrap":
+                return False
+            return process_uid(pid) == uid if uid is not None else pid not in ours
+
+        return is_kernels
 
     def stop(self) -> int:
         """End both workers and whatever the kernel left running, then free the uid; returns how many stray
