@@ -65,6 +65,20 @@ def test_raising_forward_is_a_runtime_error_with_a_short_message(evaluate):
     assert_short(record)
 
 
+@pytest.mark.parametrize(
+    ("kernel", "status"), [("relu_cuda_inline", "compile_error"), ("relu_moves_to_cuda", "runtime_error")]
+)
+def test_a_cuda_kernel_on_the_cpu_says_it_needs_a_gpu_first(evaluate, kernel, status):
+    record = evaluate("relu", kernel)
+    assert record["status"] == status and record["correct"] is False
+    assert record["error"].startswith("this kernel needs a CUDA GPU and was evaluated on the CPU"), record["error"]
+    assert_short(record)
+
+
+def test_a_cpu_failure_in_other_words_gets_no_gpu_hint(evaluate):
+    assert "CUDA GPU" not in evaluate("relu", "raising")["error"]
+
+
 def test_os_exit_is_a_runtime_error(evaluate):
     record = evaluate("relu", "os_exit")
     assert record["status"] == "runtime_error" and record["correct"] is False

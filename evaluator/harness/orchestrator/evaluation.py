@@ -95,7 +95,7 @@ class EvaluationRun:
                 integrity(ctx, "at the end")
             verdict(ctx)
         except CandidateFailed as failure:
-            record_failure(ctx.record, failure)
+            record_failure(ctx.record, failure, device=ctx.device)
         finally:
             self._shutdown()
         environment(ctx)

@@ -7,6 +7,7 @@ stdlib only, like the orchestrator: the verdict is made in the one process the c
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -132,12 +133,28 @@ def verdict(ctx: Context) -> None:
         record["error"] = shorten("incorrect: " + "; ".join(failed), 600)
 
 
-def record_failure(record: dict[str, Any], failure: CandidateFailed) -> None:
-    """The record of a kernel that could not go on (unless whoever stopped it wrote the record already)."""
+# What a CUDA kernel's failure says on a machine without CUDA (the build's, the runtime's and the driver's words)
+NEEDS_CUDA = re.compile(
+    r"CUDA_HOME|nvcc|not compiled with CUDA|no NVIDIA driver|No CUDA GPUs|CUDA driver|cuda_runtime|"
+    r"CUDA is not available|Triton.*(GPU|driver|backend)|could not find CUDA",
+    re.IGNORECASE,
+)
+CPU_HINT = (
+    "this kernel needs a CUDA GPU and was evaluated on the CPU (a GPU worker evaluates it: README, 'Run it on a GPU "
+    "machine'): "
+)
+
+
+def record_failure(record: dict[str, Any], failure: CandidateFailed, *, device: str) -> None:
+    """The record of a kernel that could not go on (unless whoever stopped it wrote the record already). On the
+    CPU, a failure in CUDA's words says first that the kernel needs a GPU: the cause, not only the symptom."""
     if failure.status is None:
         return
     record["status"] = failure.status
-    record["error"] = shorten(str(failure))
+    error = str(failure)
+    if device == "cpu" and failure.status in ("compile_error", "runtime_error") and NEEDS_CUDA.search(error):
+        error = CPU_HINT + error
+    record["error"] = shorten(error)
     # A kernel that crashes or hangs at any point (timing included) is not a working kernel: never "correct".
     record["correct"] = False
     record["standard_correct"] = False
