@@ -5,22 +5,24 @@ The call is a POST of a JSON body (`submission.finished`: the submission and eac
 `evaluator.deliver_webhook` task after the finishing transaction commits, with WEBHOOK_TIMEOUT seconds per call and
 WEBHOOK_MAX_RETRIES retries with backoff. Only http(s) URLs are accepted; redirects are not followed, and unless
 WEBHOOK_ALLOW_PRIVATE a URL whose host resolves to a loopback, private, link-local or reserved address is refused
-(at registration and again at each call), so a webhook cannot reach the site's own network.
+(at registration and again at each call), so a webhook cannot reach the site's own network. The call connects to
+the very address that was checked (the host name goes only into the Host header and TLS's server name), so a name
+that resolves elsewhere a moment later (DNS rebinding) still cannot; no proxy from the environment is used.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import http.client
 import ipaddress
 import json
 import logging
 import secrets
 import socket
-import urllib.error
-import urllib.request
+import ssl
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -48,21 +50,67 @@ def sign(*, secret: str, body: bytes) -> str:
 
 def webhook_url_check(url: str) -> str:
     """`url` if a webhook may call it; ValueError saying why not."""
+    webhook_target(url)
+    return url.strip()
+
+
+def webhook_target(url: str) -> tuple[SplitResult, str]:
+    """The URL's parts and the one address a call to it connects to; ValueError saying why it may not be called."""
     parts = urlsplit(url.strip())
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise ValueError("a webhook URL must be http:// or https:// with a host")
     if parts.username or parts.password:
         raise ValueError("a webhook URL must not carry credentials")
-    if not settings.WEBHOOK_ALLOW_PRIVATE:
-        try:
-            infos = socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
-        except OSError as exc:
-            raise ValueError(f"the webhook host does not resolve: {exc}") from exc
-        for info in infos:
-            address = ipaddress.ip_address(info[4][0])
-            if not address.is_global or address.is_multicast:
-                raise ValueError("a webhook URL must not point at a loopback, private or reserved address")
-    return url.strip()
+    try:
+        infos = socket.getaddrinfo(parts.hostname, _port(parts), proto=socket.IPPROTO_TCP)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"the webhook host does not resolve: {exc}") from exc
+    addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
+    if not addresses:
+        raise ValueError("the webhook host does not resolve")
+    if not settings.WEBHOOK_ALLOW_PRIVATE and any(not a.is_global or a.is_multicast for a in addresses):
+        raise ValueError("a webhook URL must not point at a loopback, private or reserved address")
+    return parts, str(addresses[0])
+
+
+def _port(parts: SplitResult) -> int:
+    return parts.port or (443 if parts.scheme == "https" else 80)
+
+
+class _PinnedHTTP(http.client.HTTPConnection):
+    """An HTTP connection to one checked address, whatever its host name resolves to by now."""
+
+    def __init__(self, host: str, port: int, *, address: str, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self.address = address
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((self.address, self.port), self.timeout)
+
+
+class _PinnedHTTPS(http.client.HTTPSConnection):
+    """The same over TLS: the certificate is checked against the host name, the socket goes to the address."""
+
+    def __init__(self, host: str, port: int, *, address: str, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        self.address = address
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self.address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
+
+
+def _post(url: str, body: bytes, headers: dict[str, str]) -> int:
+    """POST `body` to `url` at the address webhook_target checked; the answer's status (a 3xx is not followed)."""
+    parts, address = webhook_target(url)
+    kind = _PinnedHTTPS if parts.scheme == "https" else _PinnedHTTP
+    assert parts.hostname is not None  # webhook_target refuses a URL without one
+    connection = kind(parts.hostname, _port(parts), address=address, timeout=settings.WEBHOOK_TIMEOUT)
+    try:
+        connection.request("POST", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""), body, headers)
+        return connection.getresponse().status
+    finally:
+        connection.close()
 
 
 @transaction.atomic
@@ -139,11 +187,6 @@ def webhook_payload(*, submission: Submission) -> dict[str, Any]:
     }
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # a redirect is an answer (3xx, a failure), never followed to another host
-
-
 def webhook_deliver(*, submission_id: int, attempt: int = 1) -> int:
     """POST the signed call for `submission_id` to its uploader's webhook; returns the HTTP status. Raises
     WebhookFailed (retried by the task) unless the answer is 2xx; does nothing without an active webhook."""
@@ -156,25 +199,16 @@ def webhook_deliver(*, submission_id: int, attempt: int = 1) -> int:
     if submission is None or hook is None:
         return 0
     body = json.dumps(webhook_payload(submission=submission), sort_keys=True).encode()
-    request = urllib.request.Request(  # the scheme is checked to be http(s) just below
-        webhook_url_check(hook.url),
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "User-Agent": "KernelBench-Verified-webhook/1",
-            SIGNATURE_HEADER: sign(secret=hook.secret, body=body),
-            "X-KBV-Event": EVENT,
-            "X-KBV-Delivery": f"{submission_id}-{attempt}",
-        },
-    )
-    opener = urllib.request.build_opener(_NoRedirect)
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "KernelBench-Verified-webhook/1",
+        SIGNATURE_HEADER: sign(secret=hook.secret, body=body),
+        "X-KBV-Event": EVENT,
+        "X-KBV-Delivery": f"{submission_id}-{attempt}",
+    }
     try:
-        with opener.open(request, timeout=settings.WEBHOOK_TIMEOUT) as answer:
-            code = answer.status
-    except urllib.error.HTTPError as exc:
-        code = exc.code
-    except (OSError, ValueError) as exc:
+        code = _post(hook.url, body, headers)
+    except (OSError, ValueError, http.client.HTTPException) as exc:
         _note(hook, f"attempt {attempt}: {type(exc).__name__}: {exc}"[:300])
         raise WebhookFailed(str(exc)) from exc
     _note(hook, f"attempt {attempt}: HTTP {code}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -144,3 +145,41 @@ def test_the_account_page_sets_and_removes_the_webhook(client, django_user_model
     assert Webhook.objects.get(user=bob).secret != hook.secret
     client.post("/account/webhook/", {"delete": "1"})
     assert not Webhook.objects.exists()
+
+
+def test_a_name_that_rebinds_to_loopback_after_the_check_is_never_called(running, receiver, settings, monkeypatch):
+    """DNS rebinding: the name resolves to a public address when checked and to 127.0.0.1 when connected to. The
+    call goes to the address that was checked, so the site's own network never sees it."""
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    settings.WEBHOOK_TIMEOUT = 2
+    alice, submission, _ = running
+    server = receiver()
+    port = server.server.server_port
+    real = socket.getaddrinfo
+    asked: list[str] = []
+
+    def rebinding(host, *args, **kwargs):
+        if host != "rebind.example":
+            return real(host, *args, **kwargs)
+        asked.append(host)
+        address = "93.184.215.14" if len(asked) <= 2 else "127.0.0.1"  # registration, the call's check, then...
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    webhook_set(user=alice, url=f"http://rebind.example:{port}/hook")
+    with pytest.raises(WebhookFailed):
+        webhook_deliver(submission_id=submission.pk, attempt=1)
+    assert asked == ["rebind.example", "rebind.example"], "the call resolved the name again after its check"
+    assert server.calls == []
+
+
+def test_an_https_webhook_speaks_tls_to_the_checked_address(running, receiver, settings):
+    """The TLS path runs its handshake (here against a plain-HTTP receiver, so it fails as a delivery failure,
+    retried, never as a crash of the task)."""
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    alice, submission, _ = running
+    server = receiver()
+    webhook_set(user=alice, url=server.url.replace("http://", "https://"))
+    with pytest.raises(WebhookFailed):
+        webhook_deliver(submission_id=submission.pk, attempt=1)
+    assert "SSL" in Webhook.objects.get(user=alice).last_status
