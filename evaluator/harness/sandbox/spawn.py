@@ -59,6 +59,9 @@ def build_env(
         # an idle worker's OpenMP threads sleep at once instead of spinning into its partner's timed block
         # (candidate_cpu.py counts the kernel's CPU time there); both workers alike, so the ratio stays fair
         OMP_WAIT_POLICY="PASSIVE",
+        # torch.compile builds in the worker itself, not in inductor's pool of compile processes: the pool's reader
+        # thread would fail an honest kernel's thread check, and its processes would outlive the worker
+        TORCHINDUCTOR_COMPILE_THREADS="1",
     )
     build = extensions_dir or (private_dir / "torch_extensions")
     env["TORCH_EXTENSIONS_DIR"] = str(build)
