@@ -118,8 +118,6 @@ class Run:
     def evaluate(self, item: dict[str, Any], gpu: str, prestart: bool = False, **extra: Any) -> dict[str, Any]:
         options = {
             "hardware": "h200",
-            "timing_budget_s": self.args.timing_budget,
-            "min_calls": self.args.min_calls,
             "gpu_lock_dir": str(self.args.locks),
             "paper_loop": self.args.paper_loop,
             "quick": self.args.quick,
@@ -154,7 +152,9 @@ class Run:
             "launch_bound_pairs": self.args.launch_bound_pairs,
             "pin_timing_cpu": {"on": True, "off": False}.get(self.args.pin_cpu),
             "ci_target": self.args.ci_target,
-            "unstable_agreement": self.args.unstable_agreement,
+            "timing_budget_s": self.args.timing_budget,
+            "min_calls": self.args.min_calls,
+            "min_timed_ms": self.args.min_timed_ms,
         }
 
     def compile(self, items: list[dict[str, Any]]) -> None:
@@ -270,12 +270,12 @@ def main() -> int:
     parser.add_argument("--pin-cpu", choices=["on", "off"], help="harness pin_timing_cpu (default on)")
     parser.add_argument("--target-block-ms", type=float, help="harness target_block_ms (0: fixed blocks)")
     parser.add_argument("--ci-target", type=float, help="harness ci_target (default 0.02; 0: rse_target alone)")
-    parser.add_argument("--unstable-agreement", type=float, help="harness unstable_agreement (default 0.05)")
-    parser.add_argument("--min-calls", type=int, default=100, help="timed calls per side before RSE may stop")
+    parser.add_argument("--min-calls", type=int, help="harness min_calls (timed calls per side before RSE may stop)")
+    parser.add_argument("--min-timed-ms", type=float, help="harness min_timed_ms (or this much timed time per side)")
     parser.add_argument("--tag", default="bundle", help="output file prefix")
     parser.add_argument("--deadline", type=float, default=1e9, help="start no evaluation after this many seconds")
     parser.add_argument("--timeout", type=float, default=300)
-    parser.add_argument("--timing-budget", type=float, default=10.0)
+    parser.add_argument("--timing-budget", type=float, help="harness timing_budget_s (all pairs' timed loops)")
     parser.add_argument("--work-root", type=Path, default=Path(tempfile.gettempdir()) / "kbv-bundle-work")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "kbv-compile-cache")
     parser.add_argument("--locks", type=Path, default=Path(tempfile.gettempdir()) / "kbv-gpu-locks")

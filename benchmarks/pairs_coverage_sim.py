@@ -30,14 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluator.harness.orchestrator.pair_policy import WIDTH_RULE_PAIRS
-from evaluator.harness.timing import (
-    hierarchical_ratio_ci,
-    log_ratio_interval,
-    pair_log_ratios,
-    pairs_unstable,
-    pooled_ratio,
-    ratios_disagree,
-)
+from evaluator.harness.pair_interval import interval_unstable, log_ratio_interval
+from evaluator.harness.timing import hierarchical_ratio_ci, pooled_ratio, ratios_disagree
 
 
 def wider(pairs: list[tuple[list[float], list[float]]], target: float) -> bool:
@@ -45,7 +39,7 @@ def wider(pairs: list[tuple[list[float], list[float]]], target: float) -> bool:
     if target <= 0 or len(pairs) >= WIDTH_RULE_PAIRS:
         return False
     made = log_ratio_interval(pairs, bootstrap=False)
-    return made is not None and math.expm1(made[2]) > target
+    return made is not None and math.expm1(made.half) > target
 
 
 def evaluation(
@@ -82,8 +76,8 @@ def evaluation(
     ci = hierarchical_ratio_ci(pairs, resamples=300, seed=rng.randrange(1 << 30))
     made = log_ratio_interval(pairs, resamples=300, seed=rng.randrange(1 << 30))
     assert made is not None
-    point, log_ci, _, _ = made
-    return pooled_ratio(pairs), ci, len(pairs), point, log_ci, pair_log_ratios(pairs)
+    unstable = len(pairs) > 1 and bool(interval_unstable(log_ratio_interval(pairs, bootstrap=False)))
+    return pooled_ratio(pairs), ci, len(pairs), made.speedup, [made.low, made.high], unstable
 
 
 def main() -> None:
@@ -94,7 +88,6 @@ def main() -> None:
     ap.add_argument("--agreement", type=float, default=0.03)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--deviant", type=float, default=0.0, help="chance a pair has one side slowed 2x")
-    ap.add_argument("--unstable-agreement", type=float, default=0.05)
     ap.add_argument("--ci-target", type=float, default=0.02, help="0: pairs added on disagreement only (before)")
     a = ap.parse_args()
     for start, most in ((1, 1), (2, 4), (3, 4)):
@@ -116,7 +109,7 @@ def main() -> None:
         log_held = [ci[0] <= 1.0 <= ci[1] for *_, ci, _ in runs]
         new_points = sorted(r[3] for r in runs)
         zero = sum(ci[0] <= 0 for *_, ci, _ in runs)
-        unstable = [bool(r[2] >= most and pairs_unstable(r[5], a.unstable_agreement)) for r in runs]
+        unstable = [r[5] for r in runs]
         stable_held = [h for h, u in zip(log_held, unstable, strict=True) if not u]
         print(
             f"    log-scale interval: holds 1.0 in {sum(log_held)} of {len(runs)} ({sum(log_held) / len(runs):.0%}); "

@@ -1,9 +1,10 @@
 """Sharing one GPU between several evaluations without letting them disturb each other's timing. stdlib only.
 
 Several evaluations may run on one GPU at once (a Celery worker with concurrency > 1, or several workers pinned to
-the same device): worker start-up, imports and compilation are CPU work and overlap freely; the correctness phase
-takes the GPU *shared* (many at once); the timing phase takes it *exclusive*, so no other kernel runs on the device
-while one is timed. A waiting timer blocks new shared holders (a turnstile), so timing is never starved.
+the same device): worker start-up, imports and compilation are CPU work and overlap freely; correctness, timing
+set-up, re-checks and profiling take the GPU *shared* (many at once); only the timed loops take it *exclusive*, so
+no other kernel runs on the device while one is timed. A waiting timer blocks new shared holders (a turnstile), so
+timing is never starved. Who may hold memory on the device is gpu_memory.py's question, not this lock's.
 
 The lock is a pair of `flock`ed files per physical GPU (keyed by its UUID, so CUDA_VISIBLE_DEVICES remapping cannot
 split one device into two locks); a process that dies releases its locks with its file descriptors.
@@ -13,11 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 
 class LockTimeout(Exception):
@@ -25,77 +26,85 @@ class LockTimeout(Exception):
 
 
 class DeviceLock:
+    """The activity lock of one physical GPU. acquire(mode) / release() for a holder that switches between modes
+    (an evaluation: shared for correctness and checks, exclusive for its timed loops only: orchestrator/gpu_holds.py);
+    shared() and exclusive() for a block held in one mode."""
+
     def __init__(self, directory: str | Path, device_key: str) -> None:
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", device_key)[:100] or "gpu"
         self.directory = Path(directory)
         self.turnstile_path = self.directory / f"{safe}.turnstile"
         self.device_path = self.directory / f"{safe}.lock"
         self.waited_s = 0.0  # total time spent waiting, so callers can move their deadlines
-        self._held: tuple[IO[str], IO[str]] | None = None  # (turnstile, device) while held exclusive
+        self.mode = "none"  # what this holder holds now: "none", "shared" or "exclusive"
+        self._fds: tuple[int, int] | None = None  # (turnstile, device) while held
 
-    def _open(self, path: Path) -> IO[str]:
+    def _open(self, path: Path) -> int:
+        """Lock files every evaluation may flock, whatever uid its orchestrator runs as."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        return open(path, "a")  # closed by the context managers below
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o666)
+        return fd
 
-    def _flock(self, fh: IO[str], mode: int, deadline: float) -> None:
+    def _flock(self, fd: int, mode: int, deadline: float) -> None:
         started = time.monotonic()
         try:
             while True:
                 try:
-                    fcntl.flock(fh, mode | fcntl.LOCK_NB)
+                    fcntl.flock(fd, mode | fcntl.LOCK_NB)
                     return
                 except BlockingIOError:
                     if time.monotonic() > deadline:
                         raise LockTimeout("the GPU stayed busy with other evaluations") from None
-                    time.sleep(0.02)
+                    time.sleep(0.005 if mode == fcntl.LOCK_EX else 0.02)
         finally:
             self.waited_s += time.monotonic() - started
 
-    @contextlib.contextmanager
-    def shared(self, deadline: float) -> Iterator[None]:
-        """Held while this evaluation runs correctness work on the GPU (others may too, but nobody is timing)."""
-        with self._open(self.turnstile_path) as gate, self._open(self.device_path) as device:
-            self._flock(gate, fcntl.LOCK_EX, deadline)  # wait behind any timer that is queued
+    def acquire(self, mode: str, deadline: float) -> None:
+        """Take the GPU shared (others may too, but nobody times) or exclusive (nothing else of ours runs on it).
+        Both queue at the turnstile, so a waiting timer blocks new shared holders and is never starved; the
+        exclusive taker keeps the turnstile until it has the device, so the current shared holders drain."""
+        if mode not in ("shared", "exclusive"):
+            raise ValueError(f"unknown GPU hold {mode!r}")
+        if self.mode != "none":
+            raise RuntimeError(f"acquire({mode!r}) while holding {self.mode!r}")
+        gate, device = self._open(self.turnstile_path), self._open(self.device_path)
+        try:
+            self._flock(gate, fcntl.LOCK_EX, deadline)
             try:
-                self._flock(device, fcntl.LOCK_SH, deadline)
+                self._flock(device, fcntl.LOCK_EX if mode == "exclusive" else fcntl.LOCK_SH, deadline)
             finally:
                 fcntl.flock(gate, fcntl.LOCK_UN)
-            try:
-                yield
-            finally:
-                fcntl.flock(device, fcntl.LOCK_UN)
+        except BaseException:
+            os.close(gate)
+            os.close(device)
+            raise
+        self._fds, self.mode = (gate, device), mode
+
+    def release(self) -> None:
+        if self._fds is not None:
+            gate, device = self._fds
+            fcntl.flock(device, fcntl.LOCK_UN)
+            os.close(device)
+            os.close(gate)
+        self._fds, self.mode = None, "none"
 
     @contextlib.contextmanager
-    def exclusive(self, deadline: float) -> Iterator[None]:
-        """Held while this evaluation times: nothing else of ours runs on the GPU."""
-        with self._open(self.turnstile_path) as gate, self._open(self.device_path) as device:
-            self._flock(gate, fcntl.LOCK_EX, deadline)  # new shared holders now queue behind us
-            try:
-                self._flock(device, fcntl.LOCK_EX, deadline)  # and the current ones drain
-                self._held = (gate, device)
-                try:
-                    yield
-                finally:
-                    self._held = None
-                    fcntl.flock(device, fcntl.LOCK_UN)
-            finally:
-                fcntl.flock(gate, fcntl.LOCK_UN)
-
-    @contextlib.contextmanager
-    def released(self, deadline: float) -> Iterator[None]:
-        """Inside exclusive(): give the GPU back for a while (a new worker process pair starts: CPU work, torch
-        imports, CUDA contexts, none of it timing), then queue for it again like any timer (the wait counts in
-        waited_s). Other evaluations may time, or run correctness, meanwhile."""
-        if self._held is None:
-            raise RuntimeError("released() outside exclusive()")
-        gate, device = self._held
-        fcntl.flock(device, fcntl.LOCK_UN)
-        fcntl.flock(gate, fcntl.LOCK_UN)
+    def _held(self, mode: str, deadline: float) -> Iterator[None]:
+        self.acquire(mode, deadline)
         try:
             yield
         finally:
-            self._flock(gate, fcntl.LOCK_EX, deadline)
-            self._flock(device, fcntl.LOCK_EX, deadline)
+            self.release()
+
+    def shared(self, deadline: float) -> contextlib.AbstractContextManager[None]:
+        """Held while correctness work runs on the GPU (others may too, but nobody is timing)."""
+        return self._held("shared", deadline)
+
+    def exclusive(self, deadline: float) -> contextlib.AbstractContextManager[None]:
+        """Held while timed loops run: nothing else of ours runs on the GPU."""
+        return self._held("exclusive", deadline)
 
 
 @contextlib.contextmanager

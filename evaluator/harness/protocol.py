@@ -108,14 +108,22 @@ class Options:
     warmup_calls: int = 5
     input_sets: int = 3
     rse_target: float = 0.005
-    timing_budget_s: float = 60.0
+    # The timed loops of all process pairs together stop on this budget once their minimum calls are in (a pair's
+    # share: pair_policy.pair_budget_s): launch-bound evaluations spent 10 s of a 60 s budget in three or four
+    # pairs on the H200, each held alone, for intervals their pairs' spread, not their calls, decided.
+    timing_budget_s: float = 5.0
     host_memory_mb: int = 0  # 0: half of the machine's memory, at least 2 GiB
     gpu_memory_fraction: float = 0.45  # per worker: baseline and candidate share one GPU
     file_size_mb: int = 16384
     max_output_mb: int = 16384
     keep_workdir: bool = False
     gpu_lock_dir: str = ""  # set: evaluations sharing a GPU take turns for timing (gpu_lock.py)
-    gpu_share_max_mb: int = 1024  # larger input sets (or unknown sizes) take the GPU alone for correctness too
+    # Evaluations on one GPU are admitted by memory (gpu_memory.py, orchestrator/gpu_holds.py): each declares what
+    # its workers will hold (from the meta-device footprint, or gpu_memory_reserve_mb) and waits until that fits in
+    # gpu_memory_budget_mb (0: the device's total x gpu_memory_budget_fraction; on the CPU no admission unless set).
+    gpu_memory_budget_mb: float = 0.0
+    gpu_memory_budget_fraction: float = 0.9
+    gpu_memory_reserve_mb: float = 0.0
     paper_loop: bool = False  # also time KernelBench's fixed no-flush loop on both sides, for comparison only
     tmp_mb: int = 1024  # size of each of the sandbox's private tmpfs: /tmp, /var/tmp, /dev/shm
     work_dir_mb: int = 8192  # bytes the kernel may keep in its work folder (outputs, its extension builds)
@@ -138,7 +146,7 @@ class Options:
     # process (benchmarks/results/timing-spread-h200.md). So when the baseline's median is below pairs_below_ms the
     # timing phase runs again in process_pairs fresh worker pairs, and in more (up to max_process_pairs) while the
     # pairs' speedups spread by more than pair_agreement of the pooled one; the interval is bootstrapped over
-    # pairs, then calls, and covers the pairs' t-interval (timing_phase.py, timing.hierarchical_ratio_ci).
+    # pairs' log speedups, a deviant pair set aside (timing_phase.py, pair_interval.log_ratio_interval).
     process_pairs: int = 2
     max_process_pairs: int = 4
     pair_agreement: float = 0.03
@@ -151,10 +159,9 @@ class Options:
     # within pair_agreement by chance about one time in ten and their interval then misses; three cover 95 %
     # (benchmarks/pairs_coverage_sim.py, results in process-pairs-h200.md).
     launch_bound_pairs: int = 3
-    # Pairs that still disagree when no more may be run (max_process_pairs, or the time for more ran out): their
-    # speedups spread by more than unstable_agreement, the most deviant set aside from three pairs on. The record
-    # says `timing.unstable` (check timing_stable) and the figure is not ranked (timing_record.stability_check).
-    unstable_agreement: float = 0.05
+    # A figure whose interval from its pairs is wider than unstable_width (high / low; a deviant pair set aside) is
+    # recorded but not ranked: `timing.unstable`, check timing_stable (pair_interval.interval_unstable).
+    unstable_width: float = 2.0
     # A pair's timed blocks also stop once its speedup's 95 % half-width (log scale, from both medians' robust
     # errors) is at most ci_target: the calls buy the ratio's precision, not each side's (0: rse_target alone).
     ci_target: float = 0.02

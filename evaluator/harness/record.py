@@ -164,17 +164,20 @@ PHASE_NAMES = frozenset(
         "correctness",
         "timing_setup",
         "timing_loop",
+        "timing_recheck",
         "timing_checks",
         "timing",
         "shutdown",
         "total",
         "gpu_wait",
+        "gpu_memory_wait",
+        "profile",
         "exclusive_s",
         "exclusive_timing_s",
         "exclusive_other_s",
     }
 )
-PHASE_PATTERN = re.compile(r"pair_\d+_start|timing_loop_pair_\d+")
+PHASE_PATTERN = re.compile(r"pair_\d+_start|timing_(loop|setup|recheck)_pair_\d+")
 PHASE_COUNTERS = frozenset({"pair_starts_under_exclusive_lock"})
 # Top-level keys that travel beside a record from the harness to the site, which takes them out before it stores
 # the record: the master seed (seeds.RECORD_KEY, evaluator/services/seeds.py).

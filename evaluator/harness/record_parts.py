@@ -120,6 +120,18 @@ class StandardProtocol(_Part):
 
 
 @dataclass
+class GpuHold(_Part):
+    """The evaluation's memory admission to its GPU (orchestrator/gpu_holds.py): what it declared, of what capacity,
+    and how long it waited for it and why."""
+
+    reserved_bytes: int | None = _opt(_opt_int)
+    capacity_bytes: int | None = _opt(_opt_int)
+    footprint_bytes: int | None = _opt(_opt_int)
+    waited_s: float | None = _opt(_opt_num)
+    waited_for: str | None = _opt(_opt_text)
+
+
+@dataclass
 class Environment(_Part):
     """What the numbers were measured on and under (verdict.environment, evaluation.py, setup_phase.py,
     correctness_phase.py); `driver` is added by the site (evaluator/host.py). Every field is optional: records
@@ -151,10 +163,12 @@ class Environment(_Part):
     orchestrator: dict[str, Any] | None = _opt(_opt_mapping)
     limits: dict[str, Any] | None = _opt(_opt_mapping)  # host_memory_bytes, fsize_bytes, nproc, cgroup...
     prestarted_workers: bool | None = _opt(_opt_bool)
+    gpu_hold: GpuHold | None = _opt()
     driver: str | None = _opt(_opt_text)
 
     _nested: ClassVar[dict[str, tuple[type[_Part], bool]]] = {
         "options": (EnvOptions, False),
         "tolerance": (Tolerances, False),
         "standard_protocol": (StandardProtocol, False),
+        "gpu_hold": (GpuHold, False),
     }

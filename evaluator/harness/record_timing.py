@@ -106,6 +106,7 @@ class PairRow(_Part):
     candidate_median_ms: float | None = _opt(_opt_num)
     speedup: float | None = _opt(_opt_num)
     calls: int | None = _opt(_opt_int)
+    set_aside: bool | None = _opt(_opt_bool)  # a deviant process the interval leaves out (pair_interval.py)
 
 
 @dataclass

@@ -22,15 +22,31 @@ time.sleep(30)
 
 
 def test_leases_never_share_a_cpu_and_never_take_the_lowest(tmp_path: Path) -> None:
-    allowed = {0, 1, 2, 3}
+    allowed = {1, 2, 3}
     leases = [CpuLease(tmp_path) for _ in range(4)]
     got = [lease.acquire(allowed) for lease in leases]
-    assert sorted(c for c in got if c is not None) == [1, 2, 3]  # CPU 0 is for interrupts and housekeeping
-    assert got.count(None) == 1  # every other CPU taken: the fourth evaluation times unpinned
+    assert sorted(c for c in got if c is not None) == [1, 2, 3]
+    assert got.count(None) == 1  # every allowed CPU taken: the fourth evaluation times unpinned
     leases[0].release()
     again = CpuLease(tmp_path)
     assert again.acquire(allowed) == got[0]  # a released CPU can be leased again
-    assert CpuLease(tmp_path).acquire({5}) is None  # a single CPU is never leased
+    solo = CpuLease(tmp_path / "solo")
+    assert solo.acquire() in (None, *sorted(os.sched_getaffinity(0))[1:])  # by default never the lowest CPU
+
+
+def test_the_timing_cpus_are_set_aside_from_the_rest(monkeypatch) -> None:
+    """On a 16-CPU GPU machine the highest CPU per GPU runs timed loops only; every other evaluation's work (the
+    orchestrators and their workers) stays on the rest. A small machine sets none aside."""
+    from evaluator.harness.sandbox import cpu_pin
+
+    sixteen = set(range(16))
+    monkeypatch.setattr(cpu_pin, "gpu_count", lambda: 1)
+    assert cpu_pin.timing_cpus(sixteen) == [15]
+    assert cpu_pin.general_cpus(sixteen) == list(range(15))
+    monkeypatch.setattr(cpu_pin, "gpu_count", lambda: 2)
+    assert cpu_pin.timing_cpus(sixteen) == [14, 15]
+    assert 0 not in cpu_pin.timing_cpus(set(range(4))) and cpu_pin.timing_cpus(set(range(4))) == [2, 3]
+    assert cpu_pin.general_cpus({0, 1}) == [0, 1] and cpu_pin.timing_cpus({0, 1}) == [1]  # nothing set aside
 
 
 def test_pin_group_moves_every_thread_of_the_group(tmp_path: Path) -> None:

@@ -10,17 +10,18 @@ its clock, its checks and its result channel are out of the candidate's reach.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evaluator.harness.errors import CandidateFailed, HarnessInfraError
-from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
+from evaluator.harness.errors import CandidateFailed
 from evaluator.harness.orchestrator.bring_up import connect, report_strays
 from evaluator.harness.orchestrator.clients import Deadline
 from evaluator.harness.orchestrator.context import Context, Emit
 from evaluator.harness.orchestrator.correctness_phase import check_correctness
+from evaluator.harness.orchestrator.gpu_holds import GpuHolds
 from evaluator.harness.orchestrator.launched import copy_trace
 from evaluator.harness.orchestrator.launched import report as launched_report
 from evaluator.harness.orchestrator.roofline import speed_of_light
@@ -29,6 +30,7 @@ from evaluator.harness.orchestrator.timing_phase import run_timing
 from evaluator.harness.orchestrator.verdict import environment, integrity, record_failure, should_time, verdict
 from evaluator.harness.protocol import Options, Spec, empty_result
 from evaluator.harness.sandbox.confine import report as confinement
+from evaluator.harness.sandbox.cpu_pin import general_cpus
 from evaluator.harness.sandbox.launch import Folders, Workers
 
 
@@ -37,6 +39,10 @@ class EvaluationRun:
 
     def __init__(self, spec: Spec, emit: Emit) -> None:
         opts = Options.build(spec.options)
+        if spec.device.startswith("cuda") and opts.pin_timing_cpu:
+            # this process and the workers it starts stay off the CPUs set aside for timed loops (cpu_pin.py)
+            with contextlib.suppress(OSError, ValueError):
+                os.sched_setaffinity(0, general_cpus())
         folders = Folders.under(Path(spec.work_dir))
         self.workers = Workers(folders, spec, opts)
         self.ctx = Context(
@@ -49,13 +55,8 @@ class EvaluationRun:
             workers=self.workers,
         )
         self.closed = False
-        # What this evaluation holds of the GPU now: "none", "shared", "exclusive", or "released" (exclusive given
-        # back while a new process pair starts). Tracked whether or not a lock file is used (no gpu_lock_dir: every
-        # evaluation acts alone), so the record's phases say what ran under the exclusive hold either way.
-        self.lock_state = "none"
-        self._lock: DeviceLock | None = None
-        self._exclusive_since: float | None = None
-        self._exclusive_s = 0.0
+        # What this evaluation holds of the GPU (memory, shared, exclusive), phase by phase (gpu_holds.py).
+        self.gpu = GpuHolds(self.ctx)
 
     def run(self, ready: Callable[[], bool] | None = None) -> dict[str, Any] | None:
         """Evaluate; never raises for anything the candidate did (HarnessInfraError is the only way out).
@@ -77,20 +78,16 @@ class EvaluationRun:
                 ctx.record["phases"]["standby_workers"] = ctx.record["phases"].pop("workers")
             prepare(ctx)
             handover(ctx)
-            # Gigabyte tensors (or unknown sizes) take one exclusive stretch around every phase, so no other
-            # evaluation's memory sits on the device; the phases' own holds are then nothing more.
-            alone = not self._shares_gpu()
-
-            def hold(mode: str) -> contextlib.AbstractContextManager[None]:
-                return self._gpu("none" if alone else mode)
-
-            with self._gpu("exclusive" if alone else "none"):
-                with hold("shared"):
+            # The declared memory is held until the workers are gone; the device itself is held shared for
+            # correctness and profiling, exclusive for the timed loops only (the timing phase takes its own holds).
+            with contextlib.ExitStack() as memory:
+                memory.enter_context(self.gpu.memory())
+                memory.callback(self._shutdown)
+                with self.gpu.hold("shared"):
                     check_correctness(ctx)
                 if should_time(ctx):
-                    with hold("exclusive"):
-                        run_timing(ctx, outside_lock=self._outside_lock)
-                    with hold("shared"):  # one profiled call per side: the GPU, but not alone
+                    run_timing(ctx, self.gpu.hold)
+                    with self.gpu.hold("shared"):  # one profiled call per side: the GPU, but not alone
                         self._launched_kernels()
                 integrity(ctx, "at the end")
             verdict(ctx)
@@ -98,6 +95,7 @@ class EvaluationRun:
             record_failure(ctx.record, failure, device=ctx.device)
         finally:
             self._shutdown()
+            self.gpu.account()
         environment(ctx)
         self._speed_of_light()
         return ctx.record
@@ -123,6 +121,7 @@ class EvaluationRun:
         ctx = self.ctx
         if not ctx.cuda:
             return
+        step = time.monotonic()
         traces = {"baseline": ctx.folders.ref / "trace.json", "candidate": ctx.folders.io / "trace.json"}
         want = bool(ctx.opts.profile_dir)
         try:
@@ -131,6 +130,8 @@ class EvaluationRun:
         except CandidateFailed as exc:
             ctx.record["launched_kernels"] = {"error": str(exc)[:300]}
             return
+        finally:
+            ctx.phase("profile", step)
         ctx.record["launched_kernels"] = launched_report(ctx.kernel_source, candidate, baseline)
         if want:
             ctx.record["launched_kernels"]["traces"] = {
@@ -144,103 +145,6 @@ class EvaluationRun:
         kernel_ms = (ctx.record.get("timing") or {}).get("candidate", {}).get("median_ms")
         device_name = ctx.info.get("device_name") if ctx.cuda else None
         ctx.record["speed_of_light"] = speed_of_light(ctx.counts, device_name, kernel_ms)
-
-    def _shares_gpu(self) -> bool:
-        """Small evaluations run correctness alongside others; gigabyte tensors (or unknown sizes) do not."""
-        footprint = self.ctx.footprint
-        return footprint is not None and footprint <= self.ctx.opts.gpu_share_max_mb << 20
-
-    @contextlib.contextmanager
-    def _gpu(self, mode: str) -> Iterator[None]:
-        """Share the GPU for correctness, own it for timing (see gpu_lock.py). Time spent queueing is added to the
-        deadline: it is not the kernel's time. With gpu_lock_dir set the lock is taken on CPU too (the device key
-        "cpu"): the tests exercise the same hold and release as a GPU machine.
-
-        The exclusive hold is accounted in the record's phases: `exclusive_s` (held), `exclusive_timing_s` (the
-        timed loops in it), `exclusive_other_s` (set-up, probes, re-checks; with gigabyte tensors also correctness
-        and profiling: the rest), and
-        `pair_starts_under_exclusive_lock` (0: every later process pair started with the GPU given back)."""
-        ctx = self.ctx
-        if mode == "none":
-            yield
-            return
-        self.lock_state = mode
-        if mode == "exclusive":
-            self._exclusive_since, self._exclusive_s = time.monotonic(), 0.0
-        try:
-            if not ctx.opts.gpu_lock_dir:
-                yield
-                return
-            key = ctx.info.get("uuid") or ctx.info.get("device_name") or ("gpu" if ctx.cuda else "cpu")
-            lock = DeviceLock(ctx.opts.gpu_lock_dir, key)
-            with contextlib.ExitStack() as stack:
-                try:
-                    stack.enter_context((lock.shared if mode == "shared" else lock.exclusive)(ctx.deadline.at + 3600))
-                except LockTimeout as exc:
-                    raise HarnessInfraError(str(exc)) from exc
-                if mode == "exclusive":
-                    self._lock, self._exclusive_since = lock, time.monotonic()  # held from here, not while queued
-                    stack.callback(setattr, self, "_lock", None)
-                self._waited(lock.waited_s)
-                if mode == "exclusive" and not self._shares_gpu():
-                    # gigabyte tensors: the workers go before the lock does, their device memory with them (small
-                    # evaluations exit after the release, so the next timer does not wait for two processes to end)
-                    stack.callback(self._shutdown)
-                yield
-        finally:
-            if mode == "exclusive":
-                self._account_exclusive()
-            self.lock_state = "none"
-
-    def _waited(self, seconds: float) -> None:
-        """Time queued for the GPU: moves the deadline, and is recorded (phases.gpu_wait)."""
-        ctx = self.ctx
-        ctx.deadline.extend(seconds)
-        phases = ctx.record["phases"]
-        phases["gpu_wait"] = round(phases.get("gpu_wait", 0.0) + seconds, 3)
-        ctx.emit({"event": "gpu_wait", "seconds": seconds})
-
-    def _pause_exclusive(self) -> None:
-        if self._exclusive_since is not None:
-            self._exclusive_s += time.monotonic() - self._exclusive_since
-            self._exclusive_since = None
-
-    def _account_exclusive(self) -> None:
-        """The exclusive hold's phases (see _gpu): what of it was timing loops, and what was not."""
-        self._pause_exclusive()
-        phases = self.ctx.record["phases"]
-        held = self._exclusive_s
-        loops = sum(v for k, v in phases.items() if k.startswith("timing_loop") and isinstance(v, int | float))
-        phases["exclusive_s"] = round(held, 3)
-        phases["exclusive_timing_s"] = round(min(loops, held), 3)
-        phases["exclusive_other_s"] = round(max(held - loops, 0.0), 3)
-        phases.setdefault("pair_starts_under_exclusive_lock", 0)
-
-    @contextlib.contextmanager
-    def _outside_lock(self) -> Iterator[str]:
-        """Around a new process pair's start (timing_phase): the exclusive hold is given back while the old pair
-        ends and the new one starts and warms up (torch import, CUDA context, the kernel re-imported from its
-        build), then taken again, queueing like any timer (the wait extends the deadline). Yields the hold the start
-        ran under ("released"; anything else would be counted in phases.pair_starts_under_exclusive_lock)."""
-        phases = self.ctx.record["phases"]
-        if self.lock_state != "exclusive":
-            yield self.lock_state
-            return
-        self._pause_exclusive()
-        self.lock_state = "released"
-        lock = self._lock
-        before = lock.waited_s if lock is not None else 0.0
-        try:
-            with lock.released(self.ctx.deadline.at + 3600) if lock is not None else contextlib.nullcontext():
-                yield "released"
-        except LockTimeout as exc:
-            raise HarnessInfraError(str(exc)) from exc
-        finally:
-            self.lock_state = "exclusive"
-            self._exclusive_since = time.monotonic()
-            phases.setdefault("pair_starts_under_exclusive_lock", 0)
-        if lock is not None:
-            self._waited(lock.waited_s - before)
 
     def _shutdown(self) -> None:
         if self.closed:

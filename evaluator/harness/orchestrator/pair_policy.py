@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluator.harness.orchestrator.timing_record import OuterBlocks, Samples
+from evaluator.harness.pair_interval import log_ratio_interval
 from evaluator.harness.protocol import Options
-from evaluator.harness.timing import log_ratio_interval, ratios_disagree
+from evaluator.harness.timing import ratios_disagree
 
 # The interval-width rule adds pairs only below this many: it resolves two pairs' one degree of freedom. Beyond
 # three, only disagreement adds pairs: a fourth pair to narrow an interval that three agree on cost 0.5 pairs per
@@ -80,7 +81,7 @@ def wider_than_target(pairs: list[PairSamples], opts: Options) -> bool:
     if opts.ci_target <= 0 or len(pairs) >= WIDTH_RULE_PAIRS:
         return False
     made = log_ratio_interval([(p.times["tf32"], p.times["cand"]) for p in pairs], bootstrap=False)
-    return made is not None and math.expm1(made[2]) > opts.ci_target
+    return made is not None and math.expm1(made.half) > opts.ci_target
 
 
 def pairs_disagree(pairs: list[PairSamples], agreement: float) -> bool:

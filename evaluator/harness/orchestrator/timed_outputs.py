@@ -13,21 +13,25 @@ from evaluator.harness.orchestrator.timing_record import looks_like_replay
 from evaluator.harness.protocol import VERIFIED_TOLERANCE, set_check
 
 
-def fresh_probe(ctx: Context, rechecks: dict[str, Any], rotating_ms: float | None) -> int:
+def fresh_probe(ctx: Context, rechecks: dict[str, Any], rotating: dict[str, float]) -> int:
     """Time a few calls on input sets the kernel has never seen. The timed loop rotates through a handful of
     sets, so a cache keyed on input contents or addresses (A6, A9) would otherwise replay most timed calls.
     The calls run back to back, as in a timed block, unless the sets are large: then one at a time, so a 6 GB
-    set and its output are held only once.
+    set and its output are held only once. Each candidate call is paired with a baseline call on the same new set
+    moments before, and replay is judged against what the new sets cost the baseline (timing_record.
+    looks_like_replay): the probe runs under the shared hold, where other evaluations' work slows both sides.
 
     A round that looks like replay is confirmed by a second round on other never-seen sets, and the faster round
     counts: a cache is slow on every new set, while one noisy moment on a shared CPU (seen: an honest kernel's
-    three fresh calls 5x slow, its speedup cut to 0.19x) is not slow twice. Returns the number of rounds."""
+    three fresh calls 5x slow, its speedup cut to 0.19x) is not slow twice. `rotating`: each side's median over
+    the timed loops ("cand", "tf32"). Returns the number of rounds."""
     count = 3 if ctx.opts.quick else 5
     rounds: list[tuple[list[float], list[float]]] = []
+    c_med, b_med = rotating.get("cand"), rotating.get("tf32")
     for attempt in range(2):
         rounds.append(_fresh_round(ctx, rechecks, ctx.timing_sets + attempt * count, count))
-        fresh = rounds[-1][1]
-        if not fresh or rotating_ms is None or not looks_like_replay(rotating_ms, fresh):
+        base, fresh = rounds[-1]
+        if not fresh or c_med is None or not looks_like_replay(c_med, fresh, b_med, base):
             break
     ctx.fresh_base_times, ctx.fresh_times = min(rounds, key=lambda r: statistics.median(r[1]) if r[1] else float("inf"))
     return len(rounds)
@@ -50,14 +54,18 @@ def _fresh_round(ctx: Context, rechecks: dict[str, Any], start: int, count: int)
     return base_times, cand_times
 
 
-def recheck_outputs(ctx: Context, tag: str, saved: dict[str, Any], paths: dict[str, str]) -> dict[str, Any]:
-    """Re-check timed outputs right away (then release them: they can be gigabytes each)."""
+def recheck_outputs(
+    ctx: Context, tag: str, saved: dict[str, Any], paths: dict[str, str], *, release: bool = True
+) -> dict[str, Any]:
+    """Re-check timed outputs, then release them (they can be gigabytes each) unless `release` is False (the caller
+    re-checks several blocks' outputs and releases them together)."""
     results: dict[str, Any] = {f"input set {i} ({tag})": None for i, desc in saved.items() if desc is None}
     outputs = {i: output_ref(desc, paths[i]) for i, desc in saved.items() if desc is not None and i in paths}
     if outputs:
         reply = ctx.ref.recheck(outputs=outputs, tol=VERIFIED_TOLERANCE, fresh_start=ctx.timing_sets)
         results.update({f"input set {i} ({tag})": r for i, r in reply["results"].items()})
-    ctx.release_outputs()
+    if release:
+        ctx.release_outputs()
     return results
 
 

@@ -1,6 +1,12 @@
 """The timing phase of an evaluation (protocol.md section 4): paired ABAB blocks until the medians are precise enough,
 timed outputs re-checked, a probe on never-seen inputs, and on request KernelBench's own loop for comparison.
 
+Only the timed loops hold the GPU alone: each process pair's set-up (inputs made, warm-up, the L2 flush buffer,
+peak memory, block sizing) runs under the shared hold before, the re-checks of its kept timed outputs under the shared
+hold after (or in a pause of the loops when too many are pending), and a later pair starts holding nothing
+(gpu_holds.py). The record's phases show each: timing_setup, timing_loop, timing_recheck (per later pair with a
+`_pair_N` suffix), timing_checks (the fresh-input probe and the re-checks' verdict).
+
 Functions of the evaluation's Context (context.py); the record's timing section itself is computed in
 timing_record.py. stdlib only, like the orchestrator.
 """
@@ -13,8 +19,7 @@ import os
 import secrets
 import statistics
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from typing import Any
 
 from evaluator.harness.orchestrator.bring_up import fresh_pair
@@ -27,7 +32,8 @@ from evaluator.harness.orchestrator.pair_policy import (
     pairs_wanted,
     wider_than_target,
 )
-from evaluator.harness.orchestrator.timed_outputs import fresh_probe, recheck, recheck_outputs
+from evaluator.harness.orchestrator.pending_rechecks import Hold, PendingRechecks
+from evaluator.harness.orchestrator.timed_outputs import fresh_probe, recheck
 from evaluator.harness.orchestrator.timing_record import (
     OuterBlocks,
     Samples,
@@ -38,7 +44,7 @@ from evaluator.harness.orchestrator.timing_record import (
 )
 from evaluator.harness.protocol import PAPER_LOOP_CALLS, set_check
 from evaluator.harness.sandbox.candidate_cpu import CandidateCpu, busy_finding, used_between
-from evaluator.harness.sandbox.cpu_pin import CpuLease, pin_group
+from evaluator.harness.sandbox.cpu_pin import CpuLease, general_cpus, pin_group, timing_cpus
 from evaluator.harness.timing import (
     LONG_BLOCK_TARGETS,
     analytic_log_half_width,
@@ -49,39 +55,41 @@ from evaluator.harness.timing import (
 
 MIN_ROUNDS = 4  # blocks per side before the loop may stop early (quick mode's 10 calls would be only 2)
 
-OutsideLock = Callable[[], AbstractContextManager[str]]
-
 
 @contextlib.contextmanager
-def _no_lock() -> Iterator[str]:
-    yield "none"
+def _track(mode: str) -> Iterator[str]:
+    yield mode
 
 
-def run_timing(ctx: Context, outside_lock: OutsideLock = _no_lock) -> None:
-    """Timing, on one leased CPU for both workers when the device is CUDA (cpu_pin.py). `outside_lock`
-    (evaluation.EvaluationRun._outside_lock): entered around each later process pair's start, so no process starts
-    while the GPU is held exclusively; it yields the hold the start ran under."""
+def run_timing(ctx: Context, hold: Hold = _track) -> None:
+    """Timing, on one leased CPU for both workers when the device is CUDA (cpu_pin.py). `hold` (gpu_holds.GpuHolds.
+    hold) takes the GPU in a mode for a block: shared for set-up and re-checks, exclusive for timed loops only;
+    "none" around a later process pair's start, so no process starts while the GPU is held."""
     lease = CpuLease()
     cpu, why = None, "not CUDA" if not ctx.cuda else "pin_timing_cpu off"
     if ctx.cuda and ctx.opts.pin_timing_cpu:
         try:
-            cpu = lease.acquire()
-            why = "both workers on one leased CPU" if cpu is not None else "no CPU free to lease"
+            cpu = lease.acquire(set(timing_cpus()))
+            why = (
+                "both workers on one leased CPU, kept free of other evaluations"
+                if cpu is not None
+                else "no CPU free to lease"
+            )
         except (OSError, RuntimeError) as exc:  # no slots folder: time unpinned, and say why
             why = str(exc)[:200]
     try:
-        _run_timing(ctx, cpu, why, outside_lock)
+        _run_timing(ctx, cpu, why, hold)
     finally:
         lease.release()
 
 
-def _run_timing(ctx: Context, cpu: int | None, why: str, outside_lock: OutsideLock) -> None:
+def _run_timing(ctx: Context, cpu: int | None, why: str, hold: Hold) -> None:
     started = time.monotonic()
     opts = ctx.opts
     ctx.timing_sets = _timing_sets(ctx)
     seeds = [ctx.seed() for _ in range(ctx.timing_sets)]
     pairs: list[PairSamples] = []
-    setup, block = _time_pair(ctx, seeds, pairs, None, cpu, pair_budget_s(opts, 0.0, 0, 1))
+    setup, block = _time_pair(ctx, seeds, pairs, None, cpu, pair_budget_s(opts, 0.0, 0, 1), hold)
     host = host_fractions(pairs[0])
     wanted = pairs_wanted(pairs[0], host, opts)
     skipped = ""
@@ -96,23 +104,27 @@ def _run_timing(ctx: Context, cpu: int | None, why: str, outside_lock: OutsideLo
             skipped = f"{wanted - len(pairs)} more process pairs skipped: under half the evaluation's time left"
             break
         step = time.monotonic()
-        with outside_lock() as hold:  # the GPU given back while the old pair ends and the new one starts
+        with hold("none") as held:  # nothing of the GPU held while the old pair ends and the new one starts
             fresh_pair(ctx)
             seconds = round(time.monotonic() - step, 3)
         ctx.phase(f"pair_{len(pairs) + 1}_start", step)
-        starts.append({"pair": len(pairs) + 1, "seconds": seconds, "gpu_hold": hold})
-        if hold == "exclusive":
+        starts.append({"pair": len(pairs) + 1, "seconds": seconds, "gpu_hold": held})
+        if held == "exclusive":
             phases = ctx.record["phases"]
             phases["pair_starts_under_exclusive_lock"] = phases.get("pair_starts_under_exclusive_lock", 0) + 1
         spent = sum(p.loop_s for p in pairs)
-        _time_pair(ctx, seeds, pairs, block, cpu, pair_budget_s(opts, spent, len(pairs), wanted))
+        _time_pair(ctx, seeds, pairs, block, cpu, pair_budget_s(opts, spent, len(pairs), wanted), hold)
     step = time.monotonic()
-    paper = _paper_loop(ctx) if opts.paper_loop else None
+    paper = None
+    if opts.paper_loop:
+        with hold("exclusive"):
+            paper = _paper_loop(ctx)
     rechecks: dict[str, Any] = {}
     for pair in pairs:
         rechecks.update(pair.rechecks)
     times, walls, outer, forged = _pooled(pairs)
-    fresh_rounds = fresh_probe(ctx, rechecks, statistics.median(times["cand"]) if times["cand"] else None)
+    with hold("shared"):  # never-seen inputs, paired with the baseline on each (timed_outputs.fresh_probe)
+        fresh_rounds = fresh_probe(ctx, rechecks, _medians(times))
     recheck(ctx, rechecks)
     ctx.phase("timing_checks", step)
     fill_timing_record(
@@ -131,8 +143,7 @@ def _run_timing(ctx: Context, cpu: int | None, why: str, outside_lock: OutsideLo
     )
     describe_pairs(ctx.record, pairs, wanted=wanted, block_calls=block, skipped=skipped, opts=opts, host=host)
     ctx.record["timing"]["pair_starts"] = starts
-    ran_out = len(pairs) >= opts.max_process_pairs or bool(skipped)
-    stability_check(ctx.record, [(p.times["tf32"], p.times["cand"]) for p in pairs], ran_out=ran_out, opts=opts)
+    stability_check(ctx.record, [(p.times["tf32"], p.times["cand"]) for p in pairs], opts)
     describe_precision(ctx.record, [p.stopped for p in pairs], opts)
     _describe_cpu(ctx, pairs, cpu, why)
     if ctx.record["timing"].get("candidate_fresh_inputs") is not None:
@@ -160,45 +171,73 @@ def _describe_cpu(ctx: Context, pairs: list[PairSamples], cpu: int | None, why: 
 
 
 def _time_pair(
-    ctx: Context, seeds: list[int], pairs: list[PairSamples], block: int | None, cpu: int | None, budget_s: float
+    ctx: Context,
+    seeds: list[int],
+    pairs: list[PairSamples],
+    block: int | None,
+    cpu: int | None,
+    budget_s: float,
+    hold: Hold,
 ) -> tuple[dict[str, Any], int]:
-    """Timing set-up and the timed blocks in the current worker pair (appended to `pairs`), after set-up on `cpu`
-    when one is leased, within `budget_s` (pair_budget_s). The first pair sizes the blocks (`block` None); later
-    pairs use the same size. Returns the set-up reply and the block size."""
+    """One process pair's timing (appended to `pairs`): set-up under the shared hold, the timed blocks under the
+    exclusive hold on `cpu` when one is leased (kept free of other evaluations' work meanwhile), within `budget_s`
+    (pair_budget_s), then its kept outputs re-checked under the shared hold. The first pair sizes the blocks
+    (`block` None); later pairs use the same size. Returns the set-up reply and the block size."""
     opts = ctx.opts
     first = not pairs
+    suffix = "" if first else f"_pair_{len(pairs) + 1}"
     step = time.monotonic()
     lead_us = opts.launch_lead_us
-    setup = ctx.ref.timing_setup(seeds=seeds, warmup=opts.warmup_calls, compile=opts.compile_baseline, lead_us=lead_us)
-    ctx.cand.timing_setup(seeds=seeds, warmup=opts.warmup_calls, lead_us=lead_us)
-    if first:
-        mem_b = ctx.ref.memory()["peak"]
-        mem_c = ctx.cand.memory()["peak"]
-        ctx.record["memory"] = {"baseline_peak_bytes": mem_b, "candidate_peak_bytes": mem_c}
-        if mem_b is not None and mem_c:
-            ctx.record["memory_ratio"] = mem_b / mem_c
-        ctx.phase("timing_setup", step)
-    pinned = _pin_workers(ctx, cpu) if cpu is not None else {}
-    if block is None:
-        block = _block_size(ctx)
-    step = time.monotonic()
+    with hold("shared"):
+        setup = ctx.ref.timing_setup(
+            seeds=seeds, warmup=opts.warmup_calls, compile=opts.compile_baseline, lead_us=lead_us
+        )
+        ctx.cand.timing_setup(seeds=seeds, warmup=opts.warmup_calls, lead_us=lead_us)
+        if first:
+            mem_b = ctx.ref.memory()["peak"]
+            mem_c = ctx.cand.memory()["peak"]
+            ctx.record["memory"] = {"baseline_peak_bytes": mem_b, "candidate_peak_bytes": mem_c}
+            if mem_b is not None and mem_c:
+                ctx.record["memory_ratio"] = mem_b / mem_c
+        if block is None:
+            block = _block_size(ctx)
+    ctx.phase(f"timing_setup{suffix}", step)
     # The FP32 standard-protocol baseline is timed in the first pair only: its speedup is the headline speedup
     # times that pair's FP32 / TF32 ratio (timing_record.compute_speedups), which both sides of one process share.
     sides = ["tf32", "cand"] + (["fp32"] if first else [])
     sides += ["compile"] if opts.compile_baseline and not setup["compile_error"] else []
     tag = "" if first else f"pair {len(pairs) + 1} "
-    pairs.append(_timed_blocks(ctx, sides, len(seeds), block, budget_s, tag))
-    pairs[-1].pinned = pinned
-    pairs[-1].loop_s = time.monotonic() - step
-    ctx.phase("timing_loop" if first else f"timing_loop_pair_{len(pairs)}", step)
+    pending = PendingRechecks(ctx, hold)
+    pinned = _pin_workers(ctx, {cpu}) if cpu is not None else {}
+    try:
+        step = time.monotonic()
+        with hold("exclusive"):
+            samples = _timed_blocks(ctx, sides, len(seeds), block, budget_s, pending, tag)
+        samples.loop_s = max(time.monotonic() - step - pending.paused_s, 0.0)
+    finally:
+        if cpu is not None:  # the timing CPU is free again for the next timer; the workers go back to the rest
+            _pin_workers(ctx, set(general_cpus()))
+    ctx.record["phases"][f"timing_loop{suffix}"] = round(samples.loop_s, 3)
+    samples.pinned = pinned
+    step = time.monotonic()
+    with hold("shared"):
+        pending.flush()
+    samples.rechecks = pending.results
+    ctx.record["phases"][f"timing_recheck{suffix}"] = round(time.monotonic() - step + pending.paused_s, 3)
+    pairs.append(samples)
     return setup, block
 
 
-def _pin_workers(ctx: Context, cpu: int) -> dict[str, int]:
-    """Every thread of both workers onto `cpu` (cpu_pin.py); how many threads each had pinned."""
+def _pin_workers(ctx: Context, cpus: set[int]) -> dict[str, int]:
+    """Every thread of both workers onto `cpus` (cpu_pin.py); how many threads each had pinned."""
     workers = ctx.workers
     assert workers.ref is not None and workers.cand is not None and workers.ref.pid and workers.cand.pid
-    return {"reference": pin_group(workers.ref.pid, {cpu}), "candidate": pin_group(workers.cand.pid, {cpu})}
+    return {"reference": pin_group(workers.ref.pid, cpus), "candidate": pin_group(workers.cand.pid, cpus)}
+
+
+def _medians(times: Samples) -> dict[str, float]:
+    """Each side's median call over the pooled pairs (the fresh-input probe compares against them)."""
+    return {side: statistics.median(got) for side, got in times.items() if got}
 
 
 def _block_size(ctx: Context) -> int:
@@ -227,11 +266,17 @@ def _pooled(pairs: list[PairSamples]) -> tuple[Samples, Samples, OuterBlocks, li
 
 
 def _timed_blocks(
-    ctx: Context, sides: list[str], input_sets: int, block: int, budget_s: float, tag: str = ""
+    ctx: Context,
+    sides: list[str],
+    input_sets: int,
+    block: int,
+    budget_s: float,
+    pending: PendingRechecks,
+    tag: str = "",
 ) -> PairSamples:
     """Blocks of `block` calls per side in ABAB order until both medians are precise enough (or a limit is
-    reached). Collects per-side call times and synced walls, the orchestrator's view of each block, forged-clock
-    findings and the re-checks of timed outputs (None for one that was not a plain tensor)."""
+    reached). Collects per-side call times and synced walls, the orchestrator's view of each block and forged-clock
+    findings; a kept block's outputs go to `pending` for their re-check (None for one that was not a plain tensor)."""
     opts = ctx.opts
     times: Samples = {s: [] for s in sides}
     walls: Samples = {s: [] for s in sides}
@@ -239,7 +284,6 @@ def _timed_blocks(
     host: Samples = {s: [] for s in sides}
     busy = {s: [0.0, 0.0] for s in sides if s != "cand"}  # the kernel's CPU ms and the wall ms, baseline blocks
     watch = CandidateCpu(os.getpid(), exclude=ctx.workers.ref.pid if ctx.workers.ref else None)
-    rechecks: dict[str, dict[str, Any] | None] = {}  # timed output -> its re-check (None: not a plain tensor)
     forged: list[str] = []
     offset, rounds, budget_end = 0, 0, time.monotonic() + budget_s
     stopped = ""
@@ -271,8 +315,7 @@ def _timed_blocks(
                 if keep:  # decided before, revealed only after the block (A7 phase detection)
                     kept_blocks += 1
                     paths = {str(i): str(ctx.folders.io / f"timed_{prefix}{rounds}_{i}.pt") for i in range(input_sets)}
-                    saved = ctx.cand.save_kept(paths)["saved"]
-                    rechecks.update(recheck_outputs(ctx, f"{tag}block {rounds}", saved, paths))
+                    pending.add(f"{tag}block {rounds}", ctx.cand.save_kept(paths)["saved"], paths)
         offset += block
         rounds += 1
         n = len(times["cand"])
@@ -292,13 +335,13 @@ def _timed_blocks(
             if opts.ci_target > 0 and math.expm1(half) <= opts.ci_target:
                 stopped = f"ci_target ({n} calls, half-width {math.expm1(half):.2%})"
                 break
-            if time.monotonic() > budget_end:
+            if time.monotonic() - pending.paused_s > budget_end:
                 stopped = f"timing_budget_s ({n} calls)"
                 break
         if ctx.left() < 0.1 * ctx.spec.timeout:
             stopped = f"deadline ({n} calls)"
             break
-    return PairSamples(times, walls, outer, forged, rechecks, host, busy, stopped=stopped)
+    return PairSamples(times, walls, outer, forged, {}, host, busy, stopped=stopped)
 
 
 def _host_times(reply: dict[str, Any]) -> list[float]:

@@ -6,12 +6,14 @@ next: one process moved across the vCPUs timed MobileNetV2 (L3/20) at 3.2-7.2 ms
 that range in different passes (benchmarks/results/process-pairs-h200.md). The two workers take turns (ABAB blocks)
 and never run at once, so on one CPU they meet the same host, and the ratio cancels what two vCPUs cannot.
 
-The CPU is leased for the timing phase (an flock per CPU in the machine-wide slots folder, privileges.py), so two
-evaluations timing on different GPUs of one machine never share one. The lowest CPU is never leased: interrupts and
-housekeeping land there. The orchestrator pins every thread of both workers' process groups from outside, after
-timing set-up (compilation and warm-up keep every CPU). A kernel may move its own threads elsewhere again; that
-only gives back the noise of an unpinned pair, and a kernel that crowds the baseline's CPU is caught by
-candidate_cpu.py.
+The timing CPUs are set aside: on a machine with enough CPUs, the highest one per GPU (timing_cpus) runs nothing of
+ours but timed loops. Every CUDA evaluation's orchestrator keeps itself, and so the workers it starts, on the rest
+(general_cpus); during its timed loops, which the exclusive GPU hold makes one per GPU at a time, it leases one
+timing CPU (an flock per CPU in the machine-wide slots folder, privileges.py), pins every thread of both workers'
+process groups onto it from outside, and moves them back after. So other evaluations' imports, compiles and
+correctness calls never land on the CPU a launch-bound call is timed on (eight evaluations at once: one pair's
+baseline process ran 50 % slow and read 2.0-2.5x). A kernel may move its own threads elsewhere again; that only
+gives back the noise of an unpinned pair, and a kernel that crowds the baseline's CPU is caught by candidate_cpu.py.
 """
 
 from __future__ import annotations
@@ -24,6 +26,36 @@ from typing import IO
 from evaluator.harness.sandbox.privileges import lease_first_free, uid_slots_dir
 from evaluator.harness.sandbox.usage import group_pids
 
+# Below this many CPUs none is set aside: the machine needs every CPU for the evaluations themselves.
+MIN_CPUS_TO_RESERVE = 4
+
+
+def gpu_count() -> int:
+    """NVIDIA GPUs on this machine (the driver's /proc entries; CUDA_VISIBLE_DEVICES does not hide them), at least 1."""
+    try:
+        return max(1, len(os.listdir("/proc/driver/nvidia/gpus")))
+    except OSError:
+        return 1
+
+
+def timing_cpus(cpus: set[int] | None = None) -> list[int]:
+    """The CPUs set aside for timed loops: the highest one per GPU, never the lowest (interrupts and housekeeping
+    land there), none on a machine with fewer than MIN_CPUS_TO_RESERVE CPUs (then any CPU but the lowest may be
+    leased, as before)."""
+    ordered = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
+    if len(ordered) < MIN_CPUS_TO_RESERVE:
+        return ordered[1:]
+    return ordered[-min(gpu_count(), len(ordered) // 2) :]
+
+
+def general_cpus(cpus: set[int] | None = None) -> list[int]:
+    """Every CPU but the timing ones (all of them on a small machine): where evaluations run outside timed loops."""
+    ordered = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
+    if len(ordered) < MIN_CPUS_TO_RESERVE:
+        return ordered
+    reserved = set(timing_cpus(set(ordered)))
+    return [cpu for cpu in ordered if cpu not in reserved]
+
 
 class CpuLease:
     """One CPU held (an flock on `cpu-N.lock`) until release(); None when every CPU but the lowest is taken."""
@@ -34,7 +66,8 @@ class CpuLease:
         self._fh: IO[str] | None = None
 
     def acquire(self, allowed: set[int] | None = None) -> int | None:
-        cpus = sorted(allowed if allowed is not None else os.sched_getaffinity(0))[1:]
+        """Lease one of `allowed` (default: any CPU but the lowest)."""
+        cpus = sorted(allowed) if allowed is not None else sorted(os.sched_getaffinity(0))[1:]
         got = lease_first_free(self.slots_dir, [f"cpu-{cpu}.lock" for cpu in cpus]) if cpus else None
         if got is not None:
             self._fh, index = got

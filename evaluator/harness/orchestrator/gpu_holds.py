@@ -1,0 +1,173 @@
+"""What one evaluation holds of its GPU, phase by phase: memory for as long as its workers live (admitted by the
+declared footprint, gpu_memory.py), the device shared for correctness, set-up, re-checks and profiling, and the
+device exclusive for its timed loops only (gpu_lock.py). stdlib only, like the orchestrator.
+
+A hold is taken for a block and the previous one restored after it (`hold("shared")` inside the timed loops gives
+the exclusive hold back while timed outputs are re-checked, then queues for it again), so the timing phase says at
+each step what it needs and nothing holds the GPU alone by accident. Time spent queueing moves the deadline (it is
+not the kernel's time) and is recorded: `phases.gpu_wait` (the activity lock), `phases.gpu_memory_wait` and
+`environment.gpu_hold` (the memory admission: what was reserved and what it waited for). The exclusive hold is
+accounted in `phases`: `exclusive_s` (held), `exclusive_timing_s` (the timed loops in it), `exclusive_other_s`
+(the rest: taking and giving back the lock around the loops, a kept block's outputs handed over).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from evaluator.harness.errors import HarnessInfraError
+from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
+from evaluator.harness.gpu_memory import MemoryLedger, MemoryTimeout
+from evaluator.harness.orchestrator.context import Context
+
+MODES = ("none", "shared", "exclusive")
+# What a worker holds on a CUDA device before any tensor of the problem: its context, cuBLAS/cuDNN workspaces and
+# the caching allocator's slack (measured: 0.5-0.7 GB per process on the H200).
+CUDA_WORKER_BYTES = 768 << 20
+# Inputs, outputs and intermediate tensors beyond the meta-device footprint (one input set + its output): timing
+# holds every rotating set and its output, plus a fresh set, the re-check's reference and a forward's temporaries.
+FOOTPRINT_MARGIN = 1.25
+
+
+def reservation_bytes(
+    *, footprint: int | None, param_bytes: int, input_sets: int, capacity: int, cuda: bool, declared_mb: float = 0.0
+) -> int:
+    """The memory an evaluation declares for its two workers: each holds its CUDA context (on a GPU), the model's
+    parameters, and `input_sets` + 2 input sets with their outputs, with a margin. Unknown sizes declare the whole
+    device (the evaluation then runs beside nothing else). `declared_mb` (the gpu_memory_reserve_mb option)
+    replaces the estimate."""
+    if declared_mb > 0:
+        return min(int(declared_mb * 2**20), capacity)
+    if footprint is None:
+        return capacity
+    per_worker = (CUDA_WORKER_BYTES if cuda else 0) + param_bytes + (input_sets + 2) * footprint * FOOTPRINT_MARGIN
+    return min(int(2 * per_worker), capacity)
+
+
+class GpuHolds:
+    """The evaluation's holds on its device. `lock_dir` empty: no other evaluation shares the device, and the modes
+    are still tracked (and accounted in the record) as if they were taken."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.mode = "none"
+        self._lock: DeviceLock | None = None
+        self._exclusive_since: float | None = None
+        self.exclusive_s = 0.0
+
+    def _key(self) -> str:
+        info = self.ctx.info
+        return str(info.get("uuid") or info.get("device_name") or ("gpu" if self.ctx.cuda else "cpu"))
+
+    def _device_lock(self) -> DeviceLock | None:
+        if self._lock is None and self.ctx.opts.gpu_lock_dir:
+            self._lock = DeviceLock(self.ctx.opts.gpu_lock_dir, self._key())
+        return self._lock
+
+    def _switch(self, new: str) -> None:
+        """Give back what is held and take `new` (queueing like anyone else)."""
+        if self.mode == new:
+            return
+        if self.mode == "exclusive" and self._exclusive_since is not None:
+            self.exclusive_s += time.monotonic() - self._exclusive_since
+            self._exclusive_since = None
+        lock = self._device_lock()
+        if lock is not None:
+            lock.release()
+        self.mode = "none"
+        if new != "none" and lock is not None:
+            before = lock.waited_s
+            try:
+                lock.acquire(new, self.ctx.deadline.at + 3600)
+            except LockTimeout as exc:
+                raise HarnessInfraError(str(exc)) from exc
+            finally:
+                self._waited("gpu_wait", lock.waited_s - before)
+        self.mode = new
+        if new == "exclusive":
+            self._exclusive_since = time.monotonic()  # held from here, not while queued
+
+    @contextlib.contextmanager
+    def hold(self, mode: str) -> Iterator[str]:
+        """Hold the device in `mode` for the block, then return to what was held before. When the block raises,
+        everything is given back instead (the evaluation is ending: nothing is queued for again)."""
+        if mode not in MODES:
+            raise ValueError(f"unknown GPU hold {mode!r}")
+        previous = self.mode
+        self._switch(mode)
+        try:
+            yield mode
+        except BaseException:
+            self._switch("none")
+            raise
+        self._switch(previous)
+
+    @contextlib.contextmanager
+    def memory(self) -> Iterator[None]:
+        """Hold the evaluation's declared memory on the device until the block ends (its workers gone by then):
+        admitted when it fits beside the other evaluations' declarations (gpu_memory.MemoryLedger)."""
+        ctx = self.ctx
+        capacity = self._capacity()
+        counts = ctx.counts or {}
+        reserved = reservation_bytes(
+            footprint=ctx.footprint,
+            param_bytes=int(counts.get("param_bytes") or 0),
+            input_sets=ctx.opts.input_sets,
+            capacity=capacity or 0,
+            cuda=ctx.cuda,
+            declared_mb=ctx.opts.gpu_memory_reserve_mb,
+        )
+        hold: dict[str, Any] = {
+            "reserved_bytes": reserved if capacity else None,
+            "capacity_bytes": capacity,
+            "footprint_bytes": ctx.footprint,
+            "waited_s": 0.0,
+            "waited_for": "nothing: no memory admission (no lock folder, or no device memory to share)",
+        }
+        ctx.record["environment"]["gpu_hold"] = hold
+        if not capacity or not ctx.opts.gpu_lock_dir:
+            yield
+            return
+        ledger = MemoryLedger(ctx.opts.gpu_lock_dir, self._key())
+        try:
+            with ledger.reserve(reserved, capacity, ctx.deadline.at + 3600) as admission:
+                hold["waited_s"] = admission.waited_s
+                hold["waited_for"] = admission.describe()
+                self._waited("gpu_memory_wait", admission.waited_s)
+                yield
+        except MemoryTimeout as exc:
+            raise HarnessInfraError(str(exc)) from exc
+
+    def _capacity(self) -> int | None:
+        """The device memory evaluations may declare in all: the gpu_memory_budget_mb option, else (CUDA) the
+        device's total times gpu_memory_budget_fraction; on the CPU none unless the option sets one."""
+        opts = self.ctx.opts
+        if opts.gpu_memory_budget_mb > 0:
+            return int(opts.gpu_memory_budget_mb * 2**20)
+        total = self.ctx.info.get("total_memory_bytes") if self.ctx.cuda else None
+        return int(total * opts.gpu_memory_budget_fraction) if total else None
+
+    def _waited(self, phase: str, seconds: float) -> None:
+        """Time queued for the GPU: moves the deadline, and is recorded in `phases`."""
+        ctx = self.ctx
+        ctx.deadline.extend(seconds)
+        phases = ctx.record["phases"]
+        phases[phase] = round(phases.get(phase, 0.0) + seconds, 3)
+        if seconds:
+            ctx.emit({"event": phase, "seconds": seconds})
+
+    def account(self) -> None:
+        """The exclusive hold's phases: what of it was timed loops, and what was not."""
+        if self._exclusive_since is not None:
+            self.exclusive_s += time.monotonic() - self._exclusive_since
+            self._exclusive_since = time.monotonic()
+        phases = self.ctx.record["phases"]
+        loops = sum(v for k, v in phases.items() if k.startswith("timing_loop") and isinstance(v, int | float))
+        held = self.exclusive_s
+        phases["exclusive_s"] = round(held, 3)
+        phases["exclusive_timing_s"] = round(min(loops, held), 3)
+        phases["exclusive_other_s"] = round(max(held - loops, 0.0), 3)
+        phases.setdefault("pair_starts_under_exclusive_lock", 0)

@@ -1,0 +1,155 @@
+"""Evaluations share a GPU by memory (evaluator/harness/gpu_memory.py, orchestrator/gpu_holds.py): those whose
+declared footprints fit run side by side; one that does not fit waits until it does, and its record says what it
+waited for. Runs on CPU: the ledger is flocked files, and the harness admits CPU evaluations too when a budget is
+set (gpu_memory_budget_mb)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from evaluator.harness.gpu_memory import MemoryLedger, MemoryTimeout
+from evaluator.harness.orchestrator.gpu_holds import CUDA_WORKER_BYTES, reservation_bytes
+
+REPO = Path(__file__).resolve().parents[2]
+MB = 1 << 20
+HOLD = """
+import sys, time
+from evaluator.harness.gpu_memory import MemoryLedger
+directory, mb, seconds, log, name = sys.argv[1:]
+with MemoryLedger(directory, "GPU-test").reserve(int(mb) << 20, 100 << 20, time.monotonic() + 30) as admission:
+    with open(log, "a") as fh:
+        fh.write(f"{time.monotonic():.4f} start {name} {admission.waited_s}\\n")
+    time.sleep(float(seconds))
+    with open(log, "a") as fh:
+        fh.write(f"{time.monotonic():.4f} end {name} 0\\n")
+"""
+
+
+def _start(directory: Path, mb: int, seconds: float, log: Path, name: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(directory), str(mb), str(seconds), str(log), name], cwd=REPO
+    )
+
+
+def _spans(log: Path) -> dict[str, tuple[float, float, float]]:
+    got: dict[str, list[float]] = {}
+    for line in log.read_text().splitlines():
+        stamp, _, name, waited = line.split()
+        got.setdefault(name, []).extend([float(stamp)] if got.get(name) else [float(stamp), float(waited)])
+    return {k: (v[0], v[2], v[1]) for k, v in got.items()}  # start, end, waited
+
+
+def test_evaluations_that_fit_share_and_one_that_does_not_waits(tmp_path):
+    log = tmp_path / "log"
+    a = _start(tmp_path, 40, 1.5, log, "a")
+    b = _start(tmp_path, 40, 1.5, log, "b")
+    time.sleep(0.5)
+    c = _start(tmp_path, 40, 0.2, log, "c")  # 40 + 40 + 40 > 100: waits for one of the first two
+    for proc in (a, b, c):
+        assert proc.wait(30) == 0
+    spans = _spans(log)
+    assert spans["a"][0] < spans["b"][1] and spans["b"][0] < spans["a"][1]  # side by side
+    assert spans["c"][0] >= min(spans["a"][1], spans["b"][1])  # admitted once one of them was gone
+    assert spans["c"][2] > 0 and spans["a"][2] == 0
+
+
+def test_a_holder_that_dies_frees_its_memory(tmp_path):
+    log = tmp_path / "log"
+    holder = _start(tmp_path, 90, 60, log, "dead")
+    deadline = time.monotonic() + 20
+    while not (log.exists() and "start dead" in log.read_text()):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    ledger = MemoryLedger(tmp_path, "GPU-test")
+    with ledger.reserve(90 * MB, 100 * MB, time.monotonic() + 5) as admission:
+        assert admission.reserved_bytes == 90 * MB  # the dead holder's reservation was found stale and removed
+    assert not [p for p in ledger.folder.iterdir() if p.name.startswith("r-")]
+
+
+def test_waiting_past_the_deadline_says_what_did_not_fit(tmp_path):
+    ledger = MemoryLedger(tmp_path, "GPU-test")
+    with ledger.reserve(80 * MB, 100 * MB, time.monotonic() + 5):
+        with pytest.raises(MemoryTimeout, match="did not fit"):
+            with ledger.reserve(30 * MB, 100 * MB, time.monotonic() + 0.3):
+                pass
+        # what fits beside it is admitted at once
+        with ledger.reserve(20 * MB, 100 * MB, time.monotonic() + 0.3) as admission:
+            assert admission.waited_s == 0 and admission.describe() == "admitted at once"
+
+
+def test_more_than_the_device_waits_until_it_is_alone_then_runs(tmp_path):
+    ledger = MemoryLedger(tmp_path, "GPU-test")
+    release = threading.Event()
+
+    def small() -> None:
+        with MemoryLedger(tmp_path, "GPU-test").reserve(10 * MB, 100 * MB, time.monotonic() + 5):
+            release.wait(5)
+
+    thread = threading.Thread(target=small)
+    thread.start()
+    time.sleep(0.2)
+    threading.Timer(0.5, release.set).start()
+    with ledger.reserve(500 * MB, 100 * MB, time.monotonic() + 5) as admission:
+        assert admission.reserved_bytes == 100 * MB and admission.waited_s > 0
+        assert "1 other evaluations held 0.0 of 0.1 GiB" in admission.describe()
+    thread.join()
+
+
+def test_the_declared_footprint():
+    capacity = 100 << 30
+    # unknown sizes: the whole device, so the evaluation runs beside nothing else
+    assert reservation_bytes(footprint=None, param_bytes=0, input_sets=3, capacity=capacity, cuda=True) == capacity
+    cpu = reservation_bytes(footprint=1 << 30, param_bytes=0, input_sets=3, capacity=capacity, cuda=False)
+    gpu = reservation_bytes(footprint=1 << 30, param_bytes=0, input_sets=3, capacity=capacity, cuda=True)
+    assert cpu == 2 * 5 * 1.25 * (1 << 30)  # two workers, three rotating sets + a fresh one + a reference's
+    assert gpu == cpu + 2 * CUDA_WORKER_BYTES
+    assert reservation_bytes(footprint=1 << 40, param_bytes=0, input_sets=3, capacity=capacity, cuda=True) == capacity
+    declared = reservation_bytes(
+        footprint=None, param_bytes=0, input_sets=3, capacity=capacity, cuda=True, declared_mb=512
+    )
+    assert declared == 512 * MB
+
+
+@pytest.mark.slow
+def test_an_evaluation_that_does_not_fit_waits_and_its_record_says_so(evaluate, tmp_path):
+    """The real harness on CPU with a 100 MB budget: while 80 MB are held elsewhere, an evaluation declaring 40 MB
+    waits until they are given back; one declaring 20 MB is admitted beside them at once."""
+    locks = tmp_path / "locks"
+    budget = {"gpu_lock_dir": str(locks), "gpu_memory_budget_mb": 100}
+    fits = evaluate("linear_bn", "linear_bn_correct", gpu_memory_reserve_mb=20, **budget)
+    assert fits["environment"]["gpu_hold"]["waited_s"] == 0
+    held = threading.Event()
+    ledger = MemoryLedger(locks, "cpu")
+
+    def other_evaluation() -> None:
+        """Holds 80 MB until an evaluation waits for memory, then a moment longer."""
+        with ledger.reserve(80 * MB, 100 * MB, time.monotonic() + 30):
+            held.set()
+            deadline = time.monotonic() + 240
+            while not ledger.waiting() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.5)
+
+    thread = threading.Thread(target=other_evaluation)
+    thread.start()
+    assert held.wait(10)
+    beside = evaluate("linear_bn", "linear_bn_correct", gpu_memory_reserve_mb=20, **budget)
+    assert thread.is_alive()  # nobody waited: the 80 MB are still held
+    waits = evaluate("linear_bn", "linear_bn_correct", gpu_memory_reserve_mb=40, **budget)
+    thread.join()
+    assert beside["status"] == waits["status"] == "ok", (beside["error"], waits["error"])
+    assert beside["environment"]["gpu_hold"]["waited_s"] == 0
+    hold = waits["environment"]["gpu_hold"]
+    assert hold["reserved_bytes"] == 40 * MB and hold["capacity_bytes"] == 100 * MB
+    assert hold["waited_s"] > 0 and "1 other evaluations held 0.1 of 0.1 GiB" in hold["waited_for"]
+    assert waits["phases"]["gpu_memory_wait"] == hold["waited_s"]
