@@ -51,8 +51,13 @@ def test_a_hold_inside_another_gives_it_back_for_the_block_and_takes_it_again(tm
         assert holds.mode == "exclusive" and _taken_elsewhere(locks, mode="shared")
         with holds.hold("shared"):  # a re-check in a pause of the timed loops: others may run, nobody times
             assert holds.mode == "shared"
-            assert not _taken_elsewhere(locks, mode="shared") and _taken_elsewhere(locks, mode="exclusive")
+            with holds.command():  # the device is taken shared for each worker command
+                assert not _taken_elsewhere(locks, mode="shared") and _taken_elsewhere(locks, mode="exclusive")
+            # between commands nothing is held: a queued timer waits for one command, not a whole phase
+            assert not _taken_elsewhere(locks, mode="exclusive")
         assert holds.mode == "exclusive" and _taken_elsewhere(locks, mode="shared")
+        with holds.command():  # under the exclusive hold a command takes nothing more
+            assert holds.mode == "exclusive"
         with holds.hold("none") as held:  # a process pair's start: nothing held, another timer takes the GPU
             assert held == "none"
             got = threading.Event()

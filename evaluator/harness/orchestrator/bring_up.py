@@ -21,9 +21,14 @@ def connect(ctx: Context) -> None:
     No kernel code has run in either yet: a failure here is ours, not the kernel's."""
     workers = ctx.workers
     assert workers.ref is not None and workers.cand is not None
-    ctx.ref = ReferenceClient(workers.ref, ctx.deadline)
+    ctx.ref = ReferenceClient(workers.ref, ctx.deadline, gate=ctx.gate)
     ctx.cand = CandidateClient(
-        workers.cand, ctx.deadline, ctx.ref, hang_factor=ctx.opts.hang_factor, hang_grace_s=ctx.opts.hang_grace_s
+        workers.cand,
+        ctx.deadline,
+        ctx.ref,
+        hang_factor=ctx.opts.hang_factor,
+        hang_grace_s=ctx.opts.hang_grace_s,
+        gate=ctx.gate,
     )
     ctx.ref.warm_up(ctx.device)
     try:

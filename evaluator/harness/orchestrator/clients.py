@@ -11,7 +11,10 @@ stdlib only, like the orchestrator.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from evaluator.harness.commands import Command
@@ -103,18 +106,23 @@ class Deadline:
         self.at += seconds
 
 
+Gate = Callable[[], AbstractContextManager[None]]  # held around each command (gpu_holds.GpuHolds.command)
+
+
 class ReferenceClient:
     """The clean reference worker (reference_worker.py)."""
 
-    def __init__(self, worker: Worker, deadline: Deadline) -> None:
+    def __init__(self, worker: Worker, deadline: Deadline, gate: Gate = contextlib.nullcontext) -> None:
         self.worker = worker
         self.deadline = deadline
+        self.gate = gate
         self.slowest = 0.0  # seconds of the slowest like-for-like step so far: the yardstick for a candidate hang
 
     def _ask(self, cmd: Command, **fields: Any) -> Reply:
-        started = time.monotonic()
         try:
-            reply = self.worker.request({"cmd": cmd, **fields}, self.deadline.left())
+            with self.gate():
+                started = time.monotonic()
+                reply = self.worker.request({"cmd": cmd, **fields}, self.deadline.left())
             if cmd not in NOT_A_YARDSTICK:
                 self.slowest = max(self.slowest, time.monotonic() - started)
         except WorkerError as exc:
@@ -188,10 +196,18 @@ class CandidateClient:
     """The candidate worker (candidate_worker.py): every failure is the kernel's."""
 
     def __init__(
-        self, worker: Worker, deadline: Deadline, reference: ReferenceClient, *, hang_factor: float, hang_grace_s: float
+        self,
+        worker: Worker,
+        deadline: Deadline,
+        reference: ReferenceClient,
+        *,
+        hang_factor: float,
+        hang_grace_s: float,
+        gate: Gate = contextlib.nullcontext,
     ) -> None:
         self.worker = worker
         self.deadline = deadline
+        self.gate = gate
         self.reference = reference  # whose slowest step is the yardstick for a hang
         self.hang_factor = hang_factor
         self.hang_grace_s = hang_grace_s
@@ -214,9 +230,11 @@ class CandidateClient:
 
     def _ask(self, cmd: Command, **fields: Any) -> Reply:
         cap = self.hang_limit(cmd)
-        budget = self.deadline.left() if cap is None else min(self.deadline.left(), cap)
+        budget = self.deadline.left()
         try:
-            reply = self.worker.request({"cmd": cmd, **fields}, budget)
+            with self.gate():  # queueing for the GPU is not the kernel's time: the budget is taken after it
+                budget = self.deadline.left() if cap is None else min(self.deadline.left(), cap)
+                reply = self.worker.request({"cmd": cmd, **fields}, budget)
             self.first_calls.add(cmd)
         except WorkerError as exc:
             # a hang only while the evaluation still had time to spare after it (else: the plain timeout)

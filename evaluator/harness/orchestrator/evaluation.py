@@ -57,6 +57,7 @@ class EvaluationRun:
         self.closed = False
         # What this evaluation holds of the GPU (memory, shared, exclusive), phase by phase (gpu_holds.py).
         self.gpu = GpuHolds(self.ctx)
+        self.ctx.gate = self.gpu.command
 
     def run(self, ready: Callable[[], bool] | None = None) -> dict[str, Any] | None:
         """Evaluate; never raises for anything the candidate did (HarnessInfraError is the only way out).
@@ -86,7 +87,7 @@ class EvaluationRun:
                 with self.gpu.hold("shared"):
                     check_correctness(ctx)
                 if should_time(ctx):
-                    run_timing(ctx, self.gpu.hold)
+                    run_timing(ctx, self.gpu)
                     with self.gpu.hold("shared"):  # one profiled call per side: the GPU, but not alone
                         self._launched_kernels()
                 integrity(ctx, "at the end")

@@ -2,6 +2,11 @@
 declared footprint, gpu_memory.py), the device shared for correctness, set-up, re-checks and profiling, and the
 device exclusive for its timed loops only (gpu_lock.py). stdlib only, like the orchestrator.
 
+The shared hold is taken one worker command at a time (command(), around each request the clients send): between
+commands the orchestrator reads, compares and decides on the CPU, and a timer queued meanwhile waits for one
+command to drain, not for a whole correctness phase (on the H200, six evaluations at once spent 10-30 s each queued
+behind phase-long shared holds while their GPU sat mostly idle).
+
 A hold is taken for a block and the previous one restored after it (`hold("shared")` inside the timed loops gives
 the exclusive hold back while timed outputs are re-checked, then queues for it again), so the timing phase says at
 each step what it needs and nothing holds the GPU alone by accident. Time spent queueing moves the deadline (it is
@@ -22,6 +27,7 @@ from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
 from evaluator.harness.gpu_memory import MemoryLedger, MemoryTimeout
 from evaluator.harness.orchestrator.context import Context
+from evaluator.harness.sandbox.cpu_pin import CpuLease, general_cpus, pin_group, timing_cpus
 
 MODES = ("none", "shared", "exclusive")
 # What a worker holds on a CUDA device before any tensor of the problem: its context, cuBLAS/cuDNN workspaces and
@@ -57,6 +63,12 @@ class GpuHolds:
         self._lock: DeviceLock | None = None
         self._exclusive_since: float | None = None
         self.exclusive_s = 0.0
+        # The CPU set aside for timed loops (cpu_pin.py), leased with every exclusive hold and its workers pinned
+        # to it: one timer per GPU at a time, so the lease waits for nobody. What the last hold got, for the record.
+        self._lease: CpuLease | None = None
+        self.cpu: int | None = None
+        self.cpu_why = "not CUDA" if not ctx.cuda else "pin_timing_cpu off"
+        self.pinned: dict[str, int] = {}
 
     def _key(self) -> str:
         info = self.ctx.info
@@ -71,14 +83,16 @@ class GpuHolds:
         """Give back what is held and take `new` (queueing like anyone else)."""
         if self.mode == new:
             return
-        if self.mode == "exclusive" and self._exclusive_since is not None:
-            self.exclusive_s += time.monotonic() - self._exclusive_since
-            self._exclusive_since = None
+        if self.mode == "exclusive":
+            self._give_timing_cpu()
+            if self._exclusive_since is not None:
+                self.exclusive_s += time.monotonic() - self._exclusive_since
+                self._exclusive_since = None
         lock = self._device_lock()
         if lock is not None:
             lock.release()
         self.mode = "none"
-        if new != "none" and lock is not None:
+        if new == "exclusive" and lock is not None:
             before = lock.waited_s
             try:
                 lock.acquire(new, self.ctx.deadline.at + 3600)
@@ -89,6 +103,40 @@ class GpuHolds:
         self.mode = new
         if new == "exclusive":
             self._exclusive_since = time.monotonic()  # held from here, not while queued
+            self._take_timing_cpu()
+
+    def _pin(self, cpus: set[int]) -> dict[str, int]:
+        """Every thread of both workers onto `cpus` (cpu_pin.pin_group); how many threads each had pinned."""
+        workers = self.ctx.workers
+        pids = {
+            "reference": workers.ref.pid if workers.ref else None,
+            "candidate": workers.cand.pid if workers.cand else None,
+        }
+        return {role: pin_group(pid, cpus) for role, pid in pids.items() if pid}
+
+    def _take_timing_cpu(self) -> None:
+        if not (self.ctx.cuda and self.ctx.opts.pin_timing_cpu):
+            return
+        self._lease = CpuLease()
+        try:
+            self.cpu = self._lease.acquire(set(timing_cpus()))
+        except (OSError, RuntimeError) as exc:  # no slots folder: time unpinned, and say why
+            self.cpu, self.cpu_why = None, str(exc)[:200]
+            return
+        if self.cpu is None:
+            self.cpu_why = "no CPU free to lease"
+            return
+        self.cpu_why = "both workers on one CPU set aside for timed loops"
+        self.pinned = self._pin({self.cpu})
+
+    def _give_timing_cpu(self) -> None:
+        """The workers back on the CPUs outside timed loops, and the timing CPU free for the next timer."""
+        if self._lease is None:
+            return
+        if self._lease.cpu is not None:
+            self._pin(set(general_cpus()))
+        self._lease.release()
+        self._lease = None
 
     @contextlib.contextmanager
     def hold(self, mode: str) -> Iterator[str]:
@@ -104,6 +152,26 @@ class GpuHolds:
             self._switch("none")
             raise
         self._switch(previous)
+
+    @contextlib.contextmanager
+    def command(self) -> Iterator[None]:
+        """Around one worker command: under the shared hold, the device is taken shared for the command only;
+        under the exclusive hold it is already held; with no hold, nothing is taken."""
+        lock = self._device_lock()
+        if self.mode != "shared" or lock is None or lock.mode != "none":
+            yield
+            return
+        before = lock.waited_s
+        try:
+            lock.acquire("shared", self.ctx.deadline.at + 3600)
+        except LockTimeout as exc:
+            raise HarnessInfraError(str(exc)) from exc
+        finally:
+            self._waited("gpu_wait", lock.waited_s - before)
+        try:
+            yield
+        finally:
+            lock.release()
 
     @contextlib.contextmanager
     def memory(self) -> Iterator[None]:

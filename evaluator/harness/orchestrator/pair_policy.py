@@ -34,6 +34,8 @@ class PairSamples:
     host: Samples = field(default_factory=dict)  # side -> per-call host ms (CUDA; see host_fractions)
     busy: dict[str, list[float]] = field(default_factory=dict)  # baseline side -> [kernel's CPU ms, wall ms]
     pinned: dict[str, int] = field(default_factory=dict)  # worker -> threads pinned to the timing CPU
+    cpu: int | None = None  # the timing CPU its timed blocks ran on (None: unpinned)
+    cpu_why: str = ""
     stopped: str = ""  # why its timed blocks stopped (timing_phase._timed_blocks)
     loop_s: float = 0.0  # seconds its timed blocks took (the evaluation's timing budget is shared: pair_budget_s)
 

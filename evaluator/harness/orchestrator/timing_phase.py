@@ -13,17 +13,16 @@ timing_record.py. stdlib only, like the orchestrator.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import secrets
 import statistics
 import time
-from collections.abc import Iterator
 from typing import Any
 
 from evaluator.harness.orchestrator.bring_up import fresh_pair
 from evaluator.harness.orchestrator.context import Context
+from evaluator.harness.orchestrator.gpu_holds import GpuHolds
 from evaluator.harness.orchestrator.pair_policy import (
     PairSamples,
     host_fractions,
@@ -32,7 +31,7 @@ from evaluator.harness.orchestrator.pair_policy import (
     pairs_wanted,
     wider_than_target,
 )
-from evaluator.harness.orchestrator.pending_rechecks import Hold, PendingRechecks
+from evaluator.harness.orchestrator.pending_rechecks import PendingRechecks
 from evaluator.harness.orchestrator.timed_outputs import fresh_probe, recheck
 from evaluator.harness.orchestrator.timing_record import (
     OuterBlocks,
@@ -44,7 +43,6 @@ from evaluator.harness.orchestrator.timing_record import (
 )
 from evaluator.harness.protocol import PAPER_LOOP_CALLS, set_check
 from evaluator.harness.sandbox.candidate_cpu import CandidateCpu, busy_finding, used_between
-from evaluator.harness.sandbox.cpu_pin import CpuLease, general_cpus, pin_group, timing_cpus
 from evaluator.harness.timing import (
     LONG_BLOCK_TARGETS,
     analytic_log_half_width,
@@ -56,40 +54,16 @@ from evaluator.harness.timing import (
 MIN_ROUNDS = 4  # blocks per side before the loop may stop early (quick mode's 10 calls would be only 2)
 
 
-@contextlib.contextmanager
-def _track(mode: str) -> Iterator[str]:
-    yield mode
-
-
-def run_timing(ctx: Context, hold: Hold = _track) -> None:
-    """Timing, on one leased CPU for both workers when the device is CUDA (cpu_pin.py). `hold` (gpu_holds.GpuHolds.
-    hold) takes the GPU in a mode for a block: shared for set-up and re-checks, exclusive for timed loops only;
-    "none" around a later process pair's start, so no process starts while the GPU is held."""
-    lease = CpuLease()
-    cpu, why = None, "not CUDA" if not ctx.cuda else "pin_timing_cpu off"
-    if ctx.cuda and ctx.opts.pin_timing_cpu:
-        try:
-            cpu = lease.acquire(set(timing_cpus()))
-            why = (
-                "both workers on one leased CPU, kept free of other evaluations"
-                if cpu is not None
-                else "no CPU free to lease"
-            )
-        except (OSError, RuntimeError) as exc:  # no slots folder: time unpinned, and say why
-            why = str(exc)[:200]
-    try:
-        _run_timing(ctx, cpu, why, hold)
-    finally:
-        lease.release()
-
-
-def _run_timing(ctx: Context, cpu: int | None, why: str, hold: Hold) -> None:
+def run_timing(ctx: Context, holds: GpuHolds) -> None:
+    """Timing. `holds` (gpu_holds.GpuHolds) takes the GPU in a mode for a block: shared for set-up and re-checks,
+    exclusive for timed loops only (on CUDA with both workers pinned to a CPU set aside for timed loops,
+    cpu_pin.py); "none" around a later process pair's start, so no process starts while the GPU is held."""
     started = time.monotonic()
     opts = ctx.opts
     ctx.timing_sets = _timing_sets(ctx)
     seeds = [ctx.seed() for _ in range(ctx.timing_sets)]
     pairs: list[PairSamples] = []
-    setup, block = _time_pair(ctx, seeds, pairs, None, cpu, pair_budget_s(opts, 0.0, 0, 1), hold)
+    setup, block = _time_pair(ctx, seeds, pairs, None, pair_budget_s(opts, 0.0, 0, 1), holds)
     host = host_fractions(pairs[0])
     wanted = pairs_wanted(pairs[0], host, opts)
     skipped = ""
@@ -104,7 +78,7 @@ def _run_timing(ctx: Context, cpu: int | None, why: str, hold: Hold) -> None:
             skipped = f"{wanted - len(pairs)} more process pairs skipped: under half the evaluation's time left"
             break
         step = time.monotonic()
-        with hold("none") as held:  # nothing of the GPU held while the old pair ends and the new one starts
+        with holds.hold("none") as held:  # nothing of the GPU held while the old pair ends and the new one starts
             fresh_pair(ctx)
             seconds = round(time.monotonic() - step, 3)
         ctx.phase(f"pair_{len(pairs) + 1}_start", step)
@@ -113,17 +87,17 @@ def _run_timing(ctx: Context, cpu: int | None, why: str, hold: Hold) -> None:
             phases = ctx.record["phases"]
             phases["pair_starts_under_exclusive_lock"] = phases.get("pair_starts_under_exclusive_lock", 0) + 1
         spent = sum(p.loop_s for p in pairs)
-        _time_pair(ctx, seeds, pairs, block, cpu, pair_budget_s(opts, spent, len(pairs), wanted), hold)
+        _time_pair(ctx, seeds, pairs, block, pair_budget_s(opts, spent, len(pairs), wanted), holds)
     step = time.monotonic()
     paper = None
     if opts.paper_loop:
-        with hold("exclusive"):
+        with holds.hold("exclusive"):
             paper = _paper_loop(ctx)
     rechecks: dict[str, Any] = {}
     for pair in pairs:
         rechecks.update(pair.rechecks)
     times, walls, outer, forged = _pooled(pairs)
-    with hold("shared"):  # never-seen inputs, paired with the baseline on each (timed_outputs.fresh_probe)
+    with holds.hold("shared"):  # never-seen inputs, paired with the baseline on each (timed_outputs.fresh_probe)
         fresh_rounds = fresh_probe(ctx, rechecks, _medians(times))
     recheck(ctx, rechecks)
     ctx.phase("timing_checks", step)
@@ -145,7 +119,7 @@ def _run_timing(ctx: Context, cpu: int | None, why: str, hold: Hold) -> None:
     ctx.record["timing"]["pair_starts"] = starts
     stability_check(ctx.record, [(p.times["tf32"], p.times["cand"]) for p in pairs], opts)
     describe_precision(ctx.record, [p.stopped for p in pairs], opts)
-    _describe_cpu(ctx, pairs, cpu, why)
+    _describe_cpu(ctx, pairs)
     if ctx.record["timing"].get("candidate_fresh_inputs") is not None:
         ctx.record["timing"]["candidate_fresh_inputs"]["rounds"] = fresh_rounds
     if paper is not None:
@@ -153,11 +127,12 @@ def _run_timing(ctx: Context, cpu: int | None, why: str, hold: Hold) -> None:
     ctx.phase("timing", started)
 
 
-def _describe_cpu(ctx: Context, pairs: list[PairSamples], cpu: int | None, why: str) -> None:
-    """Where the workers were timed (timing.cpu) and the kernel's CPU time while the baseline was timed
-    (timing.candidate_cpu); a kernel busy then fails timer integrity (candidate_cpu.py)."""
+def _describe_cpu(ctx: Context, pairs: list[PairSamples]) -> None:
+    """Where the workers were timed (timing.cpu: the first pair's CPU and why, every pair's pinned threads) and
+    the kernel's CPU time while the baseline was timed (timing.candidate_cpu); a kernel busy then fails timer
+    integrity (candidate_cpu.py)."""
     timing = ctx.record["timing"]
-    timing["cpu"] = {"pinned": cpu, "threads_pinned": [p.pinned for p in pairs], "why": why}
+    timing["cpu"] = {"pinned": pairs[0].cpu, "threads_pinned": [p.pinned for p in pairs], "why": pairs[0].cpu_why}
     base_cpu = sum(cpu_ms for p in pairs for cpu_ms, _ in p.busy.values())
     base_wall = sum(wall_ms for p in pairs for _, wall_ms in p.busy.values())
     timing["candidate_cpu"] = {
@@ -175,20 +150,19 @@ def _time_pair(
     seeds: list[int],
     pairs: list[PairSamples],
     block: int | None,
-    cpu: int | None,
     budget_s: float,
-    hold: Hold,
+    holds: GpuHolds,
 ) -> tuple[dict[str, Any], int]:
     """One process pair's timing (appended to `pairs`): set-up under the shared hold, the timed blocks under the
-    exclusive hold on `cpu` when one is leased (kept free of other evaluations' work meanwhile), within `budget_s`
-    (pair_budget_s), then its kept outputs re-checked under the shared hold. The first pair sizes the blocks
-    (`block` None); later pairs use the same size. Returns the set-up reply and the block size."""
+    exclusive hold, within `budget_s` (pair_budget_s), then its kept outputs re-checked under the shared hold. The
+    first pair sizes the blocks (`block` None); later pairs use the same size. Returns the set-up reply and the block
+    size."""
     opts = ctx.opts
     first = not pairs
     suffix = "" if first else f"_pair_{len(pairs) + 1}"
     step = time.monotonic()
     lead_us = opts.launch_lead_us
-    with hold("shared"):
+    with holds.hold("shared"):
         setup = ctx.ref.timing_setup(
             seeds=seeds, warmup=opts.warmup_calls, compile=opts.compile_baseline, lead_us=lead_us
         )
@@ -207,32 +181,18 @@ def _time_pair(
     sides = ["tf32", "cand"] + (["fp32"] if first else [])
     sides += ["compile"] if opts.compile_baseline and not setup["compile_error"] else []
     tag = "" if first else f"pair {len(pairs) + 1} "
-    pending = PendingRechecks(ctx, hold)
-    pinned = _pin_workers(ctx, {cpu}) if cpu is not None else {}
-    try:
-        step = time.monotonic()
-        with hold("exclusive"):
-            samples = _timed_blocks(ctx, sides, len(seeds), block, budget_s, pending, tag)
-        samples.loop_s = max(time.monotonic() - step - pending.paused_s, 0.0)
-    finally:
-        if cpu is not None:  # the timing CPU is free again for the next timer; the workers go back to the rest
-            _pin_workers(ctx, set(general_cpus()))
+    pending = PendingRechecks(ctx, holds.hold)
+    with holds.hold("exclusive"):  # with it, the timing CPU and both workers pinned to it (gpu_holds.py)
+        samples = _timed_blocks(ctx, sides, len(seeds), block, budget_s, pending, tag)
+        samples.pinned, samples.cpu, samples.cpu_why = holds.pinned, holds.cpu, holds.cpu_why
     ctx.record["phases"][f"timing_loop{suffix}"] = round(samples.loop_s, 3)
-    samples.pinned = pinned
     step = time.monotonic()
-    with hold("shared"):
+    with holds.hold("shared"):
         pending.flush()
     samples.rechecks = pending.results
     ctx.record["phases"][f"timing_recheck{suffix}"] = round(time.monotonic() - step + pending.paused_s, 3)
     pairs.append(samples)
     return setup, block
-
-
-def _pin_workers(ctx: Context, cpus: set[int]) -> dict[str, int]:
-    """Every thread of both workers onto `cpus` (cpu_pin.py); how many threads each had pinned."""
-    workers = ctx.workers
-    assert workers.ref is not None and workers.cand is not None and workers.ref.pid and workers.cand.pid
-    return {"reference": pin_group(workers.ref.pid, cpus), "candidate": pin_group(workers.cand.pid, cpus)}
 
 
 def _medians(times: Samples) -> dict[str, float]:
@@ -289,6 +249,7 @@ def _timed_blocks(
     stopped = ""
     kept_blocks = 0
     max_calls = max(opts.max_calls, MIN_ROUNDS * block)  # longer blocks: still MIN_ROUNDS of them
+    began = time.monotonic()
     prefix = tag.replace(" ", "_")
     while True:
         order = sides if rounds % 2 == 0 else list(reversed(sides))  # ABAB: drift cancels
@@ -341,7 +302,8 @@ def _timed_blocks(
         if ctx.left() < 0.1 * ctx.spec.timeout:
             stopped = f"deadline ({n} calls)"
             break
-    return PairSamples(times, walls, outer, forged, {}, host, busy, stopped=stopped)
+    loop_s = max(time.monotonic() - began - pending.paused_s, 0.0)
+    return PairSamples(times, walls, outer, forged, {}, host, busy, stopped=stopped, loop_s=loop_s)
 
 
 def _host_times(reply: dict[str, Any]) -> list[float]:
