@@ -3,7 +3,8 @@
 With --json the last line of stdout is the result record as one JSON object. The runner uses the second form,
 `python -m evaluator.harness --spec SPEC.json --channel-fd N [--go-fd M]`, and reads events from that fd (never from
 stdout). With --go-fd the harness is a standby: it starts its workers, then waits for a line "go" on fd M (the
-problem and kernel files are in place by then); end of file instead means it was not needed, and it exits.
+problem and kernel files are in place by then), or "go MASTER" with the master seed of the evaluation it now runs
+(the site's, published before the run; seeds.py); end of file instead means it was not needed, and it exits.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from evaluator.harness import seeds
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.orchestrator import reproduce
-from evaluator.harness.orchestrator.evaluation import evaluate
+from evaluator.harness.orchestrator.evaluation import EvaluationRun, evaluate
 from evaluator.harness.protocol import Spec, result_to_json
 from evaluator.harness.sandbox.hardening import make_undumpable
 
@@ -51,9 +52,13 @@ def _summary(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _wait_for_go(fd: int) -> bool:
+def _wait_for_go(fd: int) -> str | None:
+    """None when the standby is not needed (end of file); else the master seed its "go" line names ("" for none)."""
     with os.fdopen(fd, "rb", buffering=0) as go:
-        return go.readline().strip() == b"go"
+        words = go.readline().split()
+    if not words or words[0] != b"go":
+        return None
+    return words[1].decode("ascii", "replace") if len(words) > 1 else ""
 
 
 def _channel_main(spec_path: str, fd: int, go_fd: int | None = None) -> int:
@@ -65,9 +70,20 @@ def _channel_main(spec_path: str, fd: int, go_fd: int | None = None) -> int:
         channel.flush()
 
     spec = Spec.from_json(Path(spec_path).read_text())
-    ready = None if go_fd is None else (lambda: _wait_for_go(go_fd))
     try:
-        record = evaluate(spec, emit, ready)
+        run = EvaluationRun(spec, emit)
+
+        def ready() -> bool:
+            assert go_fd is not None
+            master = _wait_for_go(go_fd)
+            if master:  # no seed is derived before this: the evaluation starts only now
+                try:
+                    run.ctx.master_seed = seeds.check(master)
+                except ValueError as exc:
+                    raise HarnessInfraError(f"the go line's master seed: {exc}") from exc
+            return master is not None
+
+        record = run.run(None if go_fd is None else ready)
     except HarnessInfraError as exc:
         emit({"event": "infra_error", "message": str(exc)[:2000]})
         return 3
