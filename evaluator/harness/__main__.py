@@ -10,6 +10,7 @@ problem and kernel files are in place by then), or "go MASTER" with the master s
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ from typing import Any
 from evaluator.harness import seeds
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.orchestrator import reproduce
-from evaluator.harness.orchestrator.evaluation import EvaluationRun, evaluate
+from evaluator.harness.orchestrator.evaluation import evaluate
 from evaluator.harness.protocol import Spec, result_to_json
 from evaluator.harness.sandbox.hardening import make_undumpable
 
@@ -70,20 +71,9 @@ def _channel_main(spec_path: str, fd: int, go_fd: int | None = None) -> int:
         channel.flush()
 
     spec = Spec.from_json(Path(spec_path).read_text())
+    ready = None if go_fd is None else (lambda: _wait_for_go(go_fd))
     try:
-        run = EvaluationRun(spec, emit)
-
-        def ready() -> bool:
-            assert go_fd is not None
-            master = _wait_for_go(go_fd)
-            if master:  # no seed is derived before this: the evaluation starts only now
-                try:
-                    run.ctx.master_seed = seeds.check(master)
-                except ValueError as exc:
-                    raise HarnessInfraError(f"the go line's master seed: {exc}") from exc
-            return master is not None
-
-        record = run.run(None if go_fd is None else ready)
+        record = evaluate(spec, emit, ready)
     except HarnessInfraError as exc:
         emit({"event": "infra_error", "message": str(exc)[:2000]})
         return 3
@@ -116,8 +106,13 @@ def main(argv: list[str] | None = None) -> int:
         "--seeds", default="", metavar="MASTER", help="re-run with a revealed master seed (64 hex digits)"
     )
     parser.add_argument(
-        "--compare", default="", metavar="RECORD.json", help="compare with a recorded verdict (its figures)"
+        "--compare",
+        default="",
+        metavar="RECORD.json",
+        help="compare with a recorded verdict (a record, a dataset row or the API's evaluation detail): exit 1 when "
+        "a verdict differs or the document does not hold together",
     )
+    parser.add_argument("--strict", action="store_true", help="with --compare: exit 1 when any error figure differs")
     parser.add_argument("--spec", help=argparse.SUPPRESS)
     parser.add_argument("--channel-fd", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--go-fd", type=int, help=argparse.SUPPRESS)
@@ -163,9 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     print(line if args.json else _summary(record))
     if args.compare and record is not None:
         # A record, the API's evaluation detail ("result") or a dataset row ("record").
-        original = json.loads(Path(args.compare).read_text())
-        original = original.get("record") or original.get("result") or original
-        print(reproduce.report(original, record), file=sys.stderr if args.json else sys.stdout)
+        original, published = reproduce.read_document(json.loads(Path(args.compare).read_text()))
+        published = dataclasses.replace(published, master=options.get("seeds") or None)
+        record.pop(seeds.RECORD_KEY, None)
+        print(reproduce.report(original, record, published), file=sys.stderr if args.json else sys.stdout)
+        if reproduce.compare(original, record, published).failed(strict=args.strict):
+            return 1
     return 0
 
 
