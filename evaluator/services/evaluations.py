@@ -25,7 +25,7 @@ from evaluator import enqueue
 from evaluator.hardware import device_for
 from evaluator.harness.record import Record
 from evaluator.host import with_driver
-from evaluator.models import Baseline, DistributionResult, Evaluation
+from evaluator.models import Baseline, DistributionResult, Evaluation, ReEvaluation
 from evaluator.records import ERROR_MAX_CHARS, distribution_rows, evaluation_columns
 from evaluator.selectors.seeds import published_commitment
 from evaluator.services.baselines import baseline_add_sample, baseline_fields
@@ -47,6 +47,32 @@ RESULT_STATUSES = set(Evaluation.ResultStatus.values)
 def queue_for(hardware: str) -> str:
     """Each hardware label has its own queue, so a GPU worker only takes work meant for its GPU."""
     return f"eval-{hardware}"
+
+
+def rerun_queue_for(hardware: str) -> str:
+    """The queue of a hardware kind's re-evaluations (evaluator.services.reruns): its workers consume it beside
+    eval-<hardware>, and a re-evaluation yields to waiting uploads (rerun_should_wait)."""
+    return f"{queue_for(hardware)}-rerun"
+
+
+def queues_for(hardware: str) -> list[str]:
+    """Every queue a worker of `hardware` consumes, uploads first."""
+    return [queue_for(hardware), rerun_queue_for(hardware)]
+
+
+def rerun_ids(evaluation_ids: Iterable[int]) -> set[int]:
+    """Which of these evaluations the site queued itself for a new stack (a ReEvaluation): they live on the re-run
+    queue, whoever sends them (the queueing, a retry, the reaper)."""
+    return set(
+        ReEvaluation.objects.filter(evaluation_id__in=list(evaluation_ids)).values_list("evaluation_id", flat=True)
+    )
+
+
+def evaluation_queue(evaluation: Evaluation, *, rerun: bool | None = None) -> str:
+    """The queue `evaluation` belongs on: its hardware's re-run queue for a re-evaluation, else its uploads queue."""
+    if rerun is None:
+        rerun = bool(rerun_ids([evaluation.pk]))
+    return rerun_queue_for(evaluation.hardware) if rerun else queue_for(evaluation.hardware)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +108,8 @@ def evaluations_enqueue(*, evaluations: Iterable[Evaluation]) -> EnqueueOutcome:
     """
     evaluations = list(evaluations)
     seeds_publish(evaluation_ids=[ev.pk for ev in evaluations])
-    jobs = [(ev.pk, ev.task_id, queue_for(ev.hardware)) for ev in evaluations]
+    reruns = rerun_ids(ev.pk for ev in evaluations)
+    jobs = [(ev.pk, ev.task_id, evaluation_queue(ev, rerun=ev.pk in reruns)) for ev in evaluations]
     outcome = EnqueueOutcome()
     transaction.on_commit(lambda: outcome.unsent.extend(_send(jobs)))
     return outcome
