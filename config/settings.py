@@ -288,10 +288,11 @@ RERUN_DEFAULT_SECONDS = envint("RERUN_DEFAULT_SECONDS", 120)
 # A re-evaluation taken by a worker while an upload of its hardware waits goes back to its queue this many seconds.
 RERUN_DEFER_SECONDS = envint("RERUN_DEFER_SECONDS", 30)
 # Webhooks (one per account, evaluator.services.webhooks): seconds per call, retries with backoff, and whether a URL
-# may point at a loopback or private address (off unless DEBUG: a webhook must not reach the site's own network).
+# may point at a loopback, private or link-local address: off in every mode, DEBUG included (a webhook must not
+# reach the site's own network); turn it on only to test webhooks against a receiver on this machine.
 WEBHOOK_TIMEOUT = envint("WEBHOOK_TIMEOUT", 5)
 WEBHOOK_MAX_RETRIES = envint("WEBHOOK_MAX_RETRIES", 5)
-WEBHOOK_ALLOW_PRIVATE = envbool("WEBHOOK_ALLOW_PRIVATE", str(DEBUG))
+WEBHOOK_ALLOW_PRIVATE = envbool("WEBHOOK_ALLOW_PRIVATE", "False")
 
 # --- Uploads --------------------------------------------------------------------------------------------------
 BUNDLE_MAX_BYTES = envint("BUNDLE_MAX_BYTES", 20 * 1024 * 1024)

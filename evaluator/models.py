@@ -160,7 +160,8 @@ class ReEvaluation(models.Model):
 
 class Webhook(models.Model):
     """An account's URL, called (POST, JSON) when one of its submissions finishes; the body is signed with
-    HMAC-SHA256 under `secret`, in the X-KBV-Signature header (evaluator.services.webhooks)."""
+    HMAC-SHA256 under `secret` as Standard Webhooks sign it: webhook-id, webhook-timestamp, webhook-signature
+    (evaluator.services.webhooks)."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="webhook")
     url = models.URLField(max_length=500)
