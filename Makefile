@@ -74,7 +74,7 @@ web: install
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 worker: install
-	DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/celery -A config worker -Q eval-$${EVALUATOR_DEFAULT_HARDWARE:-cpu},default -c 1 --prefetch-multiplier 1 -l INFO
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-True} $(BIN)/celery -A config worker -Q eval-$${EVALUATOR_DEFAULT_HARDWARE:-cpu},eval-$${EVALUATOR_DEFAULT_HARDWARE:-cpu}-rerun,default -c 1 --prefetch-multiplier 1 -l INFO
 
 reap: install
 	$(BIN)/python manage.py reap_evaluations

@@ -208,6 +208,10 @@ if CELERY_BROKER_URL == "filesystem://":
         # Exchange bindings (kombu's default is ./control, relative to whatever directory a process started in).
         "control_folder": str(CELERY_QUEUE_DIR / "control"),
     }
+elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # A worker reads its queues in the order it names them (-Q eval-h200,eval-h200-rerun,...): uploads first. Other
+    # brokers go round robin; on every broker a re-run yields to waiting uploads (evaluator.services.reruns).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"queue_order_strategy": "priority"}
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", "False")
 CELERY_TASK_IGNORE_RESULT = True  # the Evaluation row is the truth; no result backend
 CELERY_TASK_SERIALIZER = "json"
@@ -273,19 +277,22 @@ EVALUATOR_PRESTART = envbool("EVALUATOR_PRESTART")
 EVALUATOR_REQUIRE_SANDBOX = envbool("EVALUATOR_REQUIRE_SANDBOX", str(not DEBUG))
 
 # --- Reproducible verdicts ------------------------------------------------------------------------------------
-# Each evaluation's secret seeds derive from one master seed whose digest its record publishes; the master is
-# revealed once the evaluation is superseded or this many days old (manage.py reproduce re-runs it then).
+# Each evaluation's secret seeds derive from one master seed, drawn when it is queued and whose digest is published
+# then; the master is revealed once the evaluation is superseded or this many days old (manage.py reproduce).
 SEEDS_REVEAL_AFTER_DAYS = envint("SEEDS_REVEAL_AFTER_DAYS", 30)
 # Champions measured on an older torch/CUDA/driver/GPU are evaluated again on eval-<hardware>-rerun, within this many
 # estimated harness seconds per hardware kind and rolling 24 hours (a kernel without a timing yet counts
 # RERUN_DEFAULT_SECONDS).
 RERUN_GPU_SECONDS_PER_DAY = envint("RERUN_GPU_SECONDS_PER_DAY", 3600)
 RERUN_DEFAULT_SECONDS = envint("RERUN_DEFAULT_SECONDS", 120)
+# A re-evaluation taken by a worker while an upload of its hardware waits goes back to its queue this many seconds.
+RERUN_DEFER_SECONDS = envint("RERUN_DEFER_SECONDS", 30)
 # Webhooks (one per account, evaluator.services.webhooks): seconds per call, retries with backoff, and whether a URL
-# may point at a loopback or private address (off unless DEBUG: a webhook must not reach the site's own network).
+# may point at a loopback, private or link-local address: off in every mode, DEBUG included (a webhook must not
+# reach the site's own network); turn it on only to test webhooks against a receiver on this machine.
 WEBHOOK_TIMEOUT = envint("WEBHOOK_TIMEOUT", 5)
 WEBHOOK_MAX_RETRIES = envint("WEBHOOK_MAX_RETRIES", 5)
-WEBHOOK_ALLOW_PRIVATE = envbool("WEBHOOK_ALLOW_PRIVATE", str(DEBUG))
+WEBHOOK_ALLOW_PRIVATE = envbool("WEBHOOK_ALLOW_PRIVATE", "False")
 
 # --- Uploads --------------------------------------------------------------------------------------------------
 BUNDLE_MAX_BYTES = envint("BUNDLE_MAX_BYTES", 20 * 1024 * 1024)

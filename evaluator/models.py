@@ -114,7 +114,11 @@ class SeedCommitment(models.Model):
     """The master seed an evaluation's secret seeds derived from (evaluator/harness/seeds.py). Kept here, never in
     the published record, whose `environment.seeds_digest` commits to it; revealed (`revealed_at`) once the
     evaluation is superseded or SEEDS_REVEAL_AFTER_DAYS old, so that anyone can re-run the verdict
-    (`manage.py reproduce`). A digest is unique: a master seed serves one evaluation only."""
+    (`manage.py reproduce`). A digest is unique: a master seed serves one evaluation only.
+
+    The site draws the master when the evaluation is queued and publishes its digest at once (`published_at`), so
+    the seeds are fixed before the kernel runs; the finished record must commit to that digest. Rows without
+    `published_at` predate that: the harness drew their master and the digest was published with the verdict."""
 
     evaluation = models.OneToOneField(Evaluation, on_delete=models.CASCADE, related_name="seed_commitment")
     master = models.CharField(max_length=64)
@@ -122,6 +126,9 @@ class SeedCommitment(models.Model):
     scheme = models.CharField(max_length=32)
     created_at = models.DateTimeField(auto_now_add=True)
     revealed_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    published_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the digest was published, before the run (null: with the verdict)."
+    )
 
     def __str__(self) -> str:
         return f"seeds of evaluation {self.evaluation_id} ({'revealed' if self.revealed_at else 'secret'})"
@@ -153,7 +160,8 @@ class ReEvaluation(models.Model):
 
 class Webhook(models.Model):
     """An account's URL, called (POST, JSON) when one of its submissions finishes; the body is signed with
-    HMAC-SHA256 under `secret`, in the X-KBV-Signature header (evaluator.services.webhooks)."""
+    HMAC-SHA256 under `secret` as Standard Webhooks sign it: webhook-id, webhook-timestamp, webhook-signature
+    (evaluator.services.webhooks)."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="webhook")
     url = models.URLField(max_length=500)

@@ -105,15 +105,19 @@ def run_evaluation(
     as this evaluation begins, so its two workers (Python, torch, CUDA context) start while this one starts up and
     checks correctness, and the next call only hands it the problem and kernel. A standby never sees a kernel before
     its own call; one left over when the process exits is told to stop (it exits and takes its workers with it).
+    The `seeds` option (the master seed the site published a digest of) is this call's alone: a standby is started
+    without it and receives it with its "go" line, so it serves the next call whatever that call's seeds are.
     """
     Options.build(options)  # reject unknown options here, in the caller's process
+    options = dict(options or {})
+    master = str(options.pop("seeds", "") or "")
     config = _Config(
         device=device,
         timeout=float(timeout),
         work_root=Path(work_root) if work_root else Path(tempfile.gettempdir()) / "kbv-work",
         compile_cache_dir=str(compile_cache_dir or ""),
         python=python or sys.executable,
-        options=dict(options or {}),
+        options=options,
         env={k: v for k, v in (env or {}).items() if k in ENV_PASSTHROUGH}
         | ({REQUIRE_VAR: "True"} if require_sandbox else {}),  # fail rather than run a kernel unsandboxed
     )
@@ -124,12 +128,12 @@ def run_evaluation(
         if harness is not None:
             try:
                 harness.write_sources(problem_source, kernel_source)
-                harness.go()
+                harness.go(master)
             except OSError:  # it ended while parked: start afresh
                 harness.discard()
                 harness = None
         if harness is None:
-            harness = _Harness(config)
+            harness = _Harness(config, master=master)
             harness.write_sources(problem_source, kernel_source)
             harness.spawn(standby=False)
         return harness.collect()
@@ -159,11 +163,11 @@ class _Config:
 class _Harness:
     """One `python -m evaluator.harness` process in its own session, with its private work directory."""
 
-    def __init__(self, config: _Config) -> None:
+    def __init__(self, config: _Config, *, master: str = "") -> None:
         self.config = config
         self.work = config.work_root / f"eval-{uuid.uuid4().hex[:16]}"
         try:
-            self._create(config)
+            self._create(config, master)
         except OSError:
             shutil.rmtree(self.work, ignore_errors=True)
             raise
@@ -171,7 +175,7 @@ class _Harness:
         self.read_fd = -1
         self.go_fd = -1
 
-    def _create(self, config: _Config) -> None:
+    def _create(self, config: _Config, master: str) -> None:
         (self.work / "harness").mkdir(parents=True)
         os.chmod(self.work / "harness", 0o700)  # spec and log: not for the kernel (it may be another user)
         self.problem = self.work / "harness" / "problem.py"
@@ -185,7 +189,7 @@ class _Harness:
             work_dir=str(self.work),
             compile_cache_dir=config.compile_cache_dir,
             python=config.python,
-            options=config.options,
+            options=config.options | ({"seeds": master} if master else {}),
         )
         self.spec_path = self.work / "harness" / "spec.json"
         self.spec_path.write_text(self.spec.to_json())
@@ -231,8 +235,9 @@ class _Harness:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def go(self) -> None:
-        os.write(self.go_fd, b"go\n")
+    def go(self, master: str = "") -> None:
+        """Start the parked evaluation; `master` (64 hex digits, or none) is the seed its secret seeds derive from."""
+        os.write(self.go_fd, f"go {master}".strip().encode("ascii") + b"\n")
         os.close(self.go_fd)
         self.go_fd = -1
 

@@ -96,7 +96,7 @@ def children() -> list[Child]:
         "config",
         "worker",
         "-Q",
-        f"eval-{hardware},default",
+        f"eval-{hardware},eval-{hardware}-rerun,default",  # uploads, the site's re-runs (below them), the rest
         "-c",
         "1",
         "--prefetch-multiplier",

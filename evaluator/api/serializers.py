@@ -5,7 +5,8 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from evaluator.models import AuditFlag, DistributionResult, Evaluation
+from evaluator.models import AuditFlag, DistributionResult, Evaluation, ReEvaluation, SeedCommitment
+from evaluator.selectors.stacks import evaluation_stack
 from evaluator.services.audit import REVIEW_ACTIONS
 
 
@@ -15,10 +16,39 @@ class DistributionResultSerializer(serializers.ModelSerializer):
         fields = ["name", "passed", "skipped", "skip_reason", "max_abs_error", "max_rel_error", "trials", "errors"]
 
 
+def _commitment(evaluation: Evaluation) -> SeedCommitment | None:
+    """The evaluation's seed commitment, if it has one (loaded with select_related by the view)."""
+    try:
+        return evaluation.seed_commitment
+    except SeedCommitment.DoesNotExist:
+        return None
+
+
+def _published(evaluation: Evaluation) -> SeedCommitment | None:
+    row = _commitment(evaluation)
+    return row if row is not None and row.published_at is not None else None
+
+
+class ReEvaluationSerializer(serializers.Serializer):
+    """Why the site queued an evaluation itself: its kernel was measured on another stack than workers run now."""
+
+    previous = serializers.IntegerField(allow_null=True, help_text="the evaluation it re-runs")
+    stack = serializers.CharField(help_text="the stack it was queued for")
+    previous_stack = serializers.CharField()
+
+
 class EvaluationSerializer(serializers.ModelSerializer):
     submission = serializers.IntegerField(source="kernel.submission_id", read_only=True)
     problem = serializers.IntegerField(source="kernel.problem_id", read_only=True)
     llm = serializers.IntegerField(source="kernel.llm_id", read_only=True)
+    seeds_digest = serializers.SerializerMethodField(
+        help_text="sha256 of the master seed, published when the evaluation was queued (before the run); older "
+        "verdicts: the record's own, published with the verdict"
+    )
+    stack = serializers.SerializerMethodField(help_text="The software stack the verdict was measured on")
+    re_evaluation = serializers.SerializerMethodField(
+        help_text="Set when the site queued this evaluation because its kernel's stack changed"
+    )
 
     class Meta:
         model = Evaluation
@@ -47,15 +77,44 @@ class EvaluationSerializer(serializers.ModelSerializer):
             "memory_ratio",
             "candidate_ms",
             "error",
+            "seeds_digest",
+            "stack",
+            "re_evaluation",
         ]
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_seeds_digest(self, evaluation: Evaluation) -> str | None:
+        row = _published(evaluation)
+        if row is not None:
+            return row.digest
+        value = ((evaluation.result or {}).get("environment") or {}).get("seeds_digest")
+        return value if isinstance(value, str) else None
+
+    @extend_schema_field(serializers.CharField())
+    def get_stack(self, evaluation: Evaluation) -> str:
+        return evaluation_stack(evaluation)
+
+    @extend_schema_field(ReEvaluationSerializer(allow_null=True))
+    def get_re_evaluation(self, evaluation: Evaluation) -> dict | None:
+        try:
+            rerun = evaluation.re_evaluation
+        except ReEvaluation.DoesNotExist:
+            return None
+        return {"previous": rerun.previous_id, "stack": rerun.stack, "previous_stack": rerun.previous_stack}
 
 
 class SeedsSerializer(serializers.Serializer):
-    """The verdict's committed seeds: the digest always, the master seed once revealed (README, "How a reader
-    checks a verdict")."""
+    """The verdict's committed seeds: the digest always (from the moment the evaluation is queued), the master seed
+    once revealed (README, "How a reader checks a verdict")."""
 
     digest = serializers.CharField(allow_null=True)
     scheme = serializers.CharField(allow_null=True)
+    published_at = serializers.DateTimeField(
+        allow_null=True, help_text="when the digest was published, before the run; null: with the verdict (older)"
+    )
+    fixed_before_run = serializers.BooleanField(
+        help_text="the digest was published before the kernel ran (and a finished record commits to it)"
+    )
     master = serializers.CharField(allow_null=True, help_text="null until revealed")
     revealed_at = serializers.DateTimeField(allow_null=True)
     command = serializers.CharField(allow_null=True, help_text="re-runs the verdict, once revealed")
@@ -75,9 +134,12 @@ class EvaluationDetailSerializer(EvaluationSerializer):
 
         env = (evaluation.result or {}).get("environment") or {}
         shown = revealed_seeds(evaluation_id=evaluation.pk)
+        published = _published(evaluation)
         return {
-            "digest": env.get("seeds_digest"),
-            "scheme": env.get("seeds_scheme"),
+            "digest": published.digest if published else env.get("seeds_digest"),
+            "scheme": published.scheme if published else env.get("seeds_scheme"),
+            "published_at": published.published_at if published else None,
+            "fixed_before_run": published is not None,
             "master": shown.master if shown else None,
             "revealed_at": shown.revealed_at if shown else None,
             "command": shown.command if shown else None,

@@ -34,7 +34,7 @@ class EvaluationViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = filters.EvaluationFilter
 
     def get_queryset(self) -> QuerySet[Evaluation]:
-        qs = Evaluation.objects.select_related("kernel")
+        qs = Evaluation.objects.select_related("kernel", "seed_commitment", "re_evaluation")
         if self.action == "retrieve":
             qs = qs.prefetch_related("distributions")
         return qs

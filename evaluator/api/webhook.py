@@ -1,7 +1,8 @@
 """The account's webhook: GET, PUT and DELETE /api/webhook/ (token or session; evaluator.services.webhooks).
 
 PUT {"url": "https://...", "rotate_secret": false} sets it; the answer carries the signing secret, which a receiver
-uses to check X-KBV-Signature (sha256=HMAC-SHA256 of the body).
+uses to check the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature: v1,<base64
+HMAC-SHA256 of id.timestamp.body>). `last_status` reports a public target's answers only.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """The public dataset: every finished verdict as one JSON line (record without secrets, kernel source, problem, LLM,
 environment), with its JSON schema (`schema.json`) and datasheet (`DATASHEET.md`) beside this file.
 
-`dataset_rows()` reads them (served at /dataset/verdicts.jsonl), `dataset_export()` writes a versioned folder
-(`manage.py export_dataset`). `sample.jsonl` is a small export kept in the repository for tests and readers.
-Rows are ordered by evaluation id and carry nothing that depends on when they were exported, so two exports of the
-same database are byte-identical.
+`dataset_rows()` reads them (served at /dataset/verdicts.jsonl), `dataset_export()` writes a named release (its
+sequence and date, `releases.py`) with a changelog of what changed since the previous one (`manage.py
+export_dataset`). `sample.jsonl` is a small export kept in the repository for tests and readers. Rows are ordered
+by evaluation id and carry nothing that depends on when they were exported, so two exports of the same database
+have byte-identical rows.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from django.utils import timezone
 
+from evaluator.dataset.releases import CHANGELOG_MD, changelog_add, changes_between, next_release, releases
 from evaluator.harness import seeds
 from evaluator.models import Evaluation, SeedCommitment
 from evaluator.selectors.stacks import stack_label
@@ -115,18 +118,33 @@ def write_rows(rows: Iterable[dict[str, Any]], path: Path) -> tuple[int, str]:
     return count, digest.hexdigest()
 
 
-def dataset_export(*, out_dir: Path) -> Path:
-    """Write `out_dir/kbv-verdicts-<version>/`: verdicts.jsonl, schema.json, DATASHEET.md and manifest.json."""
-    folder = Path(out_dir) / f"kbv-verdicts-{DATASET_VERSION}"
-    folder.mkdir(parents=True, exist_ok=True)
+def dataset_export(*, out_dir: Path, today: date | None = None) -> Path:
+    """Write the next release into `out_dir`: `kbv-verdicts-<version>-r<NNN>-<date>/` with verdicts.jsonl,
+    schema.json, DATASHEET.md, manifest.json (the release's name, the previous one, the counts of what changed) and
+    the changelog, which is also kept, newest first, in `out_dir` (CHANGELOG.md, changelog.json)."""
+    now = timezone.now()
+    release = next_release(Path(out_dir), version=DATASET_VERSION, day=today or now.date())
+    done = releases(Path(out_dir))
+    previous = done[-1] if done else None
+    folder = release.folder
+    folder.mkdir(parents=True, exist_ok=False)  # a release is never written over
     count, sha = write_rows(dataset_rows(), folder / ROWS_NAME)
     (folder / "schema.json").write_text(SCHEMA_PATH.read_text())
     (folder / "DATASHEET.md").write_text(DATASHEET_PATH.read_text())
+    changes = changes_between(
+        release=release.name, previous=previous, rows_path=folder / ROWS_NAME, rows_name=ROWS_NAME
+    )
+    exported_at = _iso(now) or ""
     manifest = {
         "dataset_version": DATASET_VERSION,
+        "release": release.name,
+        "release_sequence": release.sequence,
+        "previous_release": changes.previous,
+        "changes": changes.counts(),
         "rows": count,
         "files": {ROWS_NAME: sha},
-        "exported_at": _iso(timezone.now()),
+        "exported_at": exported_at,
     }
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    (folder / CHANGELOG_MD).write_text(changelog_add(Path(out_dir), changes, exported_at=exported_at))
     return folder

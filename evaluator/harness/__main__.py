@@ -3,12 +3,14 @@
 With --json the last line of stdout is the result record as one JSON object. The runner uses the second form,
 `python -m evaluator.harness --spec SPEC.json --channel-fd N [--go-fd M]`, and reads events from that fd (never from
 stdout). With --go-fd the harness is a standby: it starts its workers, then waits for a line "go" on fd M (the
-problem and kernel files are in place by then); end of file instead means it was not needed, and it exits.
+problem and kernel files are in place by then), or "go MASTER" with the master seed of the evaluation it now runs
+(the site's, published before the run; seeds.py); end of file instead means it was not needed, and it exits.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -51,9 +53,13 @@ def _summary(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _wait_for_go(fd: int) -> bool:
+def _wait_for_go(fd: int) -> str | None:
+    """None when the standby is not needed (end of file); else the master seed its "go" line names ("" for none)."""
     with os.fdopen(fd, "rb", buffering=0) as go:
-        return go.readline().strip() == b"go"
+        words = go.readline().split()
+    if not words or words[0] != b"go":
+        return None
+    return words[1].decode("ascii", "replace") if len(words) > 1 else ""
 
 
 def _channel_main(spec_path: str, fd: int, go_fd: int | None = None) -> int:
@@ -100,8 +106,13 @@ def main(argv: list[str] | None = None) -> int:
         "--seeds", default="", metavar="MASTER", help="re-run with a revealed master seed (64 hex digits)"
     )
     parser.add_argument(
-        "--compare", default="", metavar="RECORD.json", help="compare with a recorded verdict (its figures)"
+        "--compare",
+        default="",
+        metavar="RECORD.json",
+        help="compare with a recorded verdict (a record, a dataset row or the API's evaluation detail): exit 1 when "
+        "a verdict differs or the document does not hold together",
     )
+    parser.add_argument("--strict", action="store_true", help="with --compare: exit 1 when any error figure differs")
     parser.add_argument("--spec", help=argparse.SUPPRESS)
     parser.add_argument("--channel-fd", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--go-fd", type=int, help=argparse.SUPPRESS)
@@ -147,9 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     print(line if args.json else _summary(record))
     if args.compare and record is not None:
         # A record, the API's evaluation detail ("result") or a dataset row ("record").
-        original = json.loads(Path(args.compare).read_text())
-        original = original.get("record") or original.get("result") or original
-        print(reproduce.report(original, record), file=sys.stderr if args.json else sys.stdout)
+        original, published = reproduce.read_document(json.loads(Path(args.compare).read_text()))
+        published = dataclasses.replace(published, master=options.get("seeds") or None)
+        record.pop(seeds.RECORD_KEY, None)
+        print(reproduce.report(original, record, published), file=sys.stderr if args.json else sys.stdout)
+        if reproduce.compare(original, record, published).failed(strict=args.strict):
+            return 1
     return 0
 
 

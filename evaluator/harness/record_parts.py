@@ -149,6 +149,7 @@ class Environment(_Part):
     seeds_digest: str | None = _opt(_opt_text)
     seeds_scheme: str | None = _opt(_opt_text)
     kernel_sha256: str | None = _opt(_opt_text)
+    problem_sha256: str | None = _opt(_opt_text)
     options: EnvOptions | None = _opt()
     tolerance: Tolerances | None = _opt()
     precision_flags: dict[str, Any] | None = _opt(_opt_mapping)  # null: no kernel call ran

@@ -1,11 +1,16 @@
 """Commit, then reveal: every secret seed of one evaluation derives from one master seed.
 
-The orchestrator draws a 256-bit master seed per evaluation (or takes the one a reproduction names through the
-`seeds` option) and derives each trial's seed from it and the trial's label with HMAC-SHA256, so the correctness
-gate's inputs depend only on the master and the trial, not on how many seeds were drawn before. The record carries
-`seeds_digest` = sha256 of the master's hex text: published with the verdict, it proves the seeds were fixed before
-anyone could see them. The master itself leaves the harness only in the record's `seeds_master` key, which the
-site takes out and keeps server-side until it reveals it (evaluator.services.seeds). stdlib only.
+The site draws each evaluation's 256-bit master seed (`draw`) when it queues the evaluation, keeps it
+server-side and publishes `digest(master)` (sha256 of the master's hex text) at once, before any worker claims the
+evaluation; the worker hands the master to the harness through the `seeds` option (a standby harness receives it
+with its "go" line). The orchestrator derives each trial's seed from the master and the trial's label with
+HMAC-SHA256, so the correctness gate's inputs depend only on the master and the trial, not on how many seeds were
+drawn before. The record carries `seeds_digest`, and the site refuses a record whose digest is not the one it
+published before the run: the seeds were fixed before the kernel ran, and a run with other seeds cannot stand in
+for it. Without the option (a command-line run, or an evaluation queued before the site published digests at
+queue time) the orchestrator draws the master itself and the digest is only published with the verdict. The
+master leaves the harness only in the record's `seeds_master` key, which the site takes out; it is revealed later
+(evaluator.services.seeds), and a reproduction passes it back through the same option. stdlib only.
 """
 
 from __future__ import annotations

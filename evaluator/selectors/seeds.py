@@ -1,4 +1,5 @@
-"""Reads about revealed master seeds: what the inspector shows and what `manage.py reproduce` needs."""
+"""Reads about master seeds: the digest published when an evaluation was queued, the master the worker hands to
+the harness, and the revealed ones the inspector shows and `manage.py reproduce` needs."""
 
 from __future__ import annotations
 
@@ -56,3 +57,32 @@ def master_seed(*, evaluation: Evaluation, revealed_only: bool = True) -> str | 
     if revealed_only:
         rows = rows.filter(revealed_at__isnull=False)
     return rows.values_list("master", flat=True).first()
+
+
+def published_commitment(*, evaluation_id: int) -> SeedCommitment | None:
+    """The commitment the site published when it queued `evaluation_id` (before the run), or None: an evaluation
+    queued before commitments were published at queue time, whose harness drew its own master."""
+    return SeedCommitment.objects.filter(evaluation_id=evaluation_id, published_at__isnull=False).first()
+
+
+def submission_digests(*, submission_id: int) -> list[dict[str, int | str]]:
+    """The digests published when a submission's current evaluations were queued, before they run (the upload's
+    answer names them): [{"evaluation", "kernel", "seeds_digest"}], by evaluation id."""
+    rows = (
+        SeedCommitment.objects.filter(
+            evaluation__kernel__submission_id=submission_id, evaluation__is_current=True, published_at__isnull=False
+        )
+        .order_by("evaluation_id")
+        .values_list("evaluation_id", "evaluation__kernel_id", "digest")
+    )
+    return [{"evaluation": pk, "kernel": kernel, "seeds_digest": digest} for pk, kernel, digest in rows]
+
+
+def published_digest(evaluation: Evaluation) -> str | None:
+    """The digest a reader checks `evaluation` against: the one published before the run, else (older verdicts)
+    the record's own `environment.seeds_digest`."""
+    row = published_commitment(evaluation_id=evaluation.pk)
+    if row is not None:
+        return row.digest
+    value = ((evaluation.result or {}).get("environment") or {}).get("seeds_digest")
+    return value if isinstance(value, str) else None

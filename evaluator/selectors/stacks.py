@@ -10,6 +10,7 @@ from typing import Any
 from django.db.models import Q
 
 from evaluator.models import Evaluation
+from evaluator.selectors.eligibility import standing_q
 
 # (environment key, label): the parts of a stack whose change can change a verdict.
 STACK_KEYS = (("torch", "torch"), ("cuda", "CUDA"), ("driver", "driver"), ("device_name", "GPU"))
@@ -37,7 +38,7 @@ def current_stack(*, hardware: str) -> str:
 
 def stacks(*, hardware: str | None = None) -> list[str]:
     """Every stack current verdicts were measured on (for the board's filter), newest first."""
-    rows = Evaluation.objects.filter(is_current=True, status=Evaluation.Status.DONE)
+    rows = Evaluation.objects.filter(standing_q(), status=Evaluation.Status.DONE)
     if hardware:
         rows = rows.filter(hardware=hardware)
     seen: dict[str, None] = {}
@@ -118,7 +119,7 @@ def board_measured(*, hardware: str, problem_set: str, stack: str = "") -> Board
     """One query over the board's current verdicts: their stacks, and the first and last finish among those on
     `stack` (all of them for "")."""
     rows = Evaluation.objects.filter(
-        is_current=True, status=Evaluation.Status.DONE, hardware=hardware, kernel__problem__problem_set=problem_set
+        standing_q(), status=Evaluation.Status.DONE, hardware=hardware, kernel__problem__problem_set=problem_set
     ).values_list(*(f"result__environment__{key}" for key, _ in STACK_KEYS), "finished_at")
     counts: dict[str, int] = {}
     times = []

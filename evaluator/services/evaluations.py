@@ -25,11 +25,12 @@ from evaluator import enqueue
 from evaluator.hardware import device_for
 from evaluator.harness.record import Record
 from evaluator.host import with_driver
-from evaluator.models import Baseline, DistributionResult, Evaluation
+from evaluator.models import Baseline, DistributionResult, Evaluation, ReEvaluation
 from evaluator.records import ERROR_MAX_CHARS, distribution_rows, evaluation_columns
+from evaluator.selectors.seeds import published_commitment
 from evaluator.services.baselines import baseline_add_sample, baseline_fields
 from evaluator.services.degenerate import problem_degenerate_check
-from evaluator.services.seeds import seeds_commit, seeds_take, seeds_used
+from evaluator.services.seeds import seeds_commit, seeds_publish, seeds_refusal, seeds_take, seeds_used
 from evaluator.services.webhooks import submission_finished_notify
 from evaluator.services.work import problem_work_from_record
 from evaluator.values import finite_json as finite
@@ -46,6 +47,32 @@ RESULT_STATUSES = set(Evaluation.ResultStatus.values)
 def queue_for(hardware: str) -> str:
     """Each hardware label has its own queue, so a GPU worker only takes work meant for its GPU."""
     return f"eval-{hardware}"
+
+
+def rerun_queue_for(hardware: str) -> str:
+    """The queue of a hardware kind's re-evaluations (evaluator.services.reruns): its workers consume it beside
+    eval-<hardware>, and a re-evaluation yields to waiting uploads (rerun_should_wait)."""
+    return f"{queue_for(hardware)}-rerun"
+
+
+def queues_for(hardware: str) -> list[str]:
+    """Every queue a worker of `hardware` consumes, uploads first."""
+    return [queue_for(hardware), rerun_queue_for(hardware)]
+
+
+def rerun_ids(evaluation_ids: Iterable[int]) -> set[int]:
+    """Which of these evaluations the site queued itself for a new stack (a ReEvaluation): they live on the re-run
+    queue, whoever sends them (the queueing, a retry, the reaper)."""
+    return set(
+        ReEvaluation.objects.filter(evaluation_id__in=list(evaluation_ids)).values_list("evaluation_id", flat=True)
+    )
+
+
+def evaluation_queue(evaluation: Evaluation, *, rerun: bool | None = None) -> str:
+    """The queue `evaluation` belongs on: its hardware's re-run queue for a re-evaluation, else its uploads queue."""
+    if rerun is None:
+        rerun = bool(rerun_ids([evaluation.pk]))
+    return rerun_queue_for(evaluation.hardware) if rerun else queue_for(evaluation.hardware)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +104,12 @@ def evaluations_enqueue(*, evaluations: Iterable[Evaluation]) -> EnqueueOutcome:
     sends anything. The rows are the outbox: each message that reaches the broker stamps `enqueued_at`; when the
     broker is unreachable the rows stay QUEUED with `enqueued_at` None and the reaper sends them later, so the
     upload itself never fails because of the broker. The returned outcome lists the ids not sent (after commit).
+    Each evaluation's master seed is drawn and its digest published here, before any worker can claim it.
     """
-    jobs = [(ev.pk, ev.task_id, queue_for(ev.hardware)) for ev in evaluations]
+    evaluations = list(evaluations)
+    seeds_publish(evaluation_ids=[ev.pk for ev in evaluations])
+    reruns = rerun_ids(ev.pk for ev in evaluations)
+    jobs = [(ev.pk, ev.task_id, evaluation_queue(ev, rerun=ev.pk in reruns)) for ev in evaluations]
     outcome = EnqueueOutcome()
     transaction.on_commit(lambda: outcome.unsent.extend(_send(jobs)))
     return outcome
@@ -163,6 +194,10 @@ def evaluation_heartbeat(*, evaluation: Evaluation) -> bool:
 def harness_arguments(evaluation: Evaluation) -> dict[str, Any]:
     """Keyword arguments for `evaluator.runner.run_evaluation` (the harness contract) for one claimed evaluation."""
     device = device_for(evaluation.hardware)
+    published = published_commitment(evaluation_id=evaluation.pk)
+    # The master seed whose digest was published when the evaluation was queued (none for older rows: the harness
+    # draws one). It travels from the database to the harness's spec, never through the broker.
+    seeds = {"seeds": published.master} if published is not None else {}
     return {
         "problem_source": evaluation.kernel.problem.source,
         "kernel_source": evaluation.kernel.source,
@@ -175,7 +210,8 @@ def harness_arguments(evaluation: Evaluation) -> dict[str, Any]:
         "require_sandbox": settings.EVALUATOR_REQUIRE_SANDBOX,
         # CPU runs are demos and tests: small trial counts. GPU runs use the full protocol.
         "options": {"quick": device == "cpu", "hardware": evaluation.hardware}
-        | ({} if device == "cpu" else {"gpu_lock_dir": str(settings.EVALUATOR_GPU_LOCK_DIR)}),
+        | ({} if device == "cpu" else {"gpu_lock_dir": str(settings.EVALUATOR_GPU_LOCK_DIR)})
+        | seeds,
     }
 
 
@@ -212,14 +248,19 @@ def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool
     evaluation instead. Returns False (and stores nothing) if this attempt no longer owns the row."""
     record, master = seeds_take(record)  # the master seed is kept apart, never in the stored record
     record = with_driver(record, device=device_for(evaluation.hardware))  # this worker's NVIDIA driver, for the stack
-    if seeds_used(master):
-        return evaluation_fail(evaluation=evaluation, error="the harness reused a master seed of another evaluation")
     try:
         result = Record.from_dict(finite(record))
     except ValueError as exc:
         return evaluation_fail(evaluation=evaluation, error=f"the harness returned a malformed result record: {exc}")
     if result.status not in RESULT_STATUSES:
         return evaluation_fail(evaluation=evaluation, error="the harness returned a malformed result record")
+    published = published_commitment(evaluation_id=evaluation.pk)
+    if published is not None:  # the digest published before the run is the one the record must commit to
+        if refusal := seeds_refusal(published=published, master=master, record=record):
+            log.error("evaluation %s: %s", evaluation.pk, refusal)
+            return evaluation_fail(evaluation=evaluation, error=refusal)
+    elif seeds_used(master):
+        return evaluation_fail(evaluation=evaluation, error="the harness reused a master seed of another evaluation")
     columns = evaluation_columns(result)
     with transaction.atomic():
         updated = Evaluation.objects.filter(
@@ -236,7 +277,8 @@ def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool
         _store_distributions(evaluation, result)
         _store_baselines(evaluation, result)
         _count_finished(evaluation, correct=columns["correct"])
-        seeds_commit(evaluation=evaluation, master=master, record=record)
+        if published is None:  # an older row: its digest is published with the verdict
+            seeds_commit(evaluation=evaluation, master=master, record=record)
     if result.reference_constant:
         problem_degenerate_check(problem_id=evaluation.kernel.problem_id)
     sol = result.speed_of_light.to_dict() if result.speed_of_light is not None else None

@@ -73,7 +73,9 @@ def profile_run(*, request_id: int, run: Any = None) -> ProfileRequest | None:
     if run is None:
         from evaluator.runner import run_evaluation as run
     arguments = harness_arguments(request.evaluation)
-    arguments["options"] = {**arguments["options"], "profile_dir": str(folder)}
+    # Fresh seeds: a profile is no verdict, and must not spend (or expose) the evaluation's committed ones.
+    options = {k: v for k, v in arguments["options"].items() if k != "seeds"}
+    arguments["options"] = {**options, "profile_dir": str(folder)}
     try:
         record = run(**arguments) or {}
     except Exception as exc:  # recorded on the request

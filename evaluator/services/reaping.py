@@ -21,6 +21,7 @@ from evaluator.services.evaluations import (
     evaluations_enqueue,
     kernels_audit_enqueue,
     queue_for,
+    rerun_queue_for,
     time_limits,
 )
 
@@ -141,22 +142,28 @@ def _resend_lost(*, now: Any, after: timedelta, skip: set[int]) -> tuple[dict[st
     """A broker that lost its queue (a restart without persistence, a flushed Redis), noticed within minutes.
 
     Each queue is first in, first out, so the messages it still holds are those of its newest waiting rows. For
-    each hardware queue with L messages waiting, the sent QUEUED rows older than `after` that are not among its L
-    newest waiting rows are no longer in the queue and nobody claimed them: they are sent again (a duplicate is
-    harmless: the claim is a compare-and-set). A row waiting for a retry's backoff (attempts > 0: the worker holds
-    that message) is given the longest backoff on top. An unreachable broker is reported and changes nothing.
+    each queue (a hardware's uploads queue, and its re-run queue for the re-evaluations) with L messages waiting,
+    the sent QUEUED rows older than `after` that are not among its L newest waiting rows are no longer in the queue
+    and nobody claimed them: they are sent again, each to the queue it was on (a duplicate is harmless: the claim
+    is a compare-and-set). A row waiting for a retry's backoff (attempts > 0: the worker holds that message) is
+    given the longest backoff on top. An unreachable broker is reported and changes nothing.
     """
-    waiting = list(
+    rows_waiting = list(
         Evaluation.objects.filter(status=Evaluation.Status.QUEUED, is_current=True, enqueued_at__isnull=False)
         .exclude(pk__in=skip)
         .order_by("-enqueued_at", "-pk")
-        .values_list("pk", "hardware", "enqueued_at", "attempts")
+        .values_list("pk", "hardware", "enqueued_at", "attempts", "re_evaluation__id")
     )
+    # Each row with the queue it was sent to: re-evaluations wait on their hardware's re-run queue, not its uploads.
+    waiting = [
+        (pk, rerun_queue_for(hw) if rerun else queue_for(hw), sent, attempts)
+        for pk, hw, sent, attempts, rerun in rows_waiting
+    ]
     retry_grace = timedelta(seconds=600)  # evaluations.retry_countdown's cap
     old = [row for row in waiting if row[2] < now - after - (retry_grace if row[3] else timedelta(0))]
     if not old:
         return "", []
-    queues = sorted({queue_for(hardware) for _, hardware, _, _ in old})
+    queues = sorted({queue for _, queue, _, _ in old})
     try:
         lengths = broker_queue_lengths(queues)
     except Exception as exc:  # unreachable: the outbox relay above sends once it is back
@@ -164,9 +171,9 @@ def _resend_lost(*, now: Any, after: timedelta, skip: set[int]) -> tuple[dict[st
         return f"unreachable: {type(exc).__name__}: {exc}", []
     lost_ids: list[int] = []
     for queue in queues:
-        rows = [row for row in waiting if queue_for(row[1]) == queue]  # newest first
+        rows = [row for row in waiting if row[1] == queue]  # newest first
         in_queue = {pk for pk, _, _, _ in rows[: lengths.get(queue, 0)]}
-        lost_ids += [row[0] for row in old if queue_for(row[1]) == queue and row[0] not in in_queue]
+        lost_ids += [row[0] for row in old if row[1] == queue and row[0] not in in_queue]
     if not lost_ids:
         return lengths, []
     rows_lost = list(Evaluation.objects.filter(pk__in=lost_ids, status=Evaluation.Status.QUEUED).order_by("pk"))
@@ -174,7 +181,7 @@ def _resend_lost(*, now: Any, after: timedelta, skip: set[int]) -> tuple[dict[st
         "reaper: %s queued evaluations missing from the broker's queues %s: sent again", len(rows_lost), lengths
     )
     with transaction.atomic():
-        outcome = evaluations_enqueue(evaluations=rows_lost)
+        outcome = evaluations_enqueue(evaluations=rows_lost)  # each to its own queue again (evaluation_queue)
     return lengths, [ev.pk for ev in rows_lost if ev.pk not in outcome.unsent]
 
 

@@ -4,11 +4,15 @@ The problem and kernel sources, the hardware label and the recorded options come
 seed derives from the revealed master (evaluator/harness/seeds.py), so on the same hardware and software the
 correctness gate meets the same inputs and gives the same per-distribution figures. Nothing is stored: a
 reproduction is not an evaluation, and its seeds, revealed already, never serve one.
+
+The comparison (evaluator/harness/orchestrator/reproduce.py) also checks what the verdict stands on, as stored
+now: the columns the board and the API show against the record, the stored master against the digest published
+before the run, and the kernel's and the problem's sha256 against the record's and the sources run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -16,7 +20,7 @@ from django.conf import settings
 from evaluator.harness import seeds
 from evaluator.harness.orchestrator import reproduce
 from evaluator.host import with_driver
-from evaluator.models import Evaluation
+from evaluator.models import Evaluation, SeedCommitment
 from evaluator.selectors.seeds import master_seed
 from evaluator.services.evaluations import device_for, time_limits
 
@@ -34,17 +38,41 @@ class Reproduction:
     evaluation_id: int
     original: dict[str, Any]
     again: dict[str, Any]
+    # What the site published about the verdict: its columns and rows, the seeds' digest, the sources' hashes.
+    published: reproduce.Published = field(default_factory=reproduce.Published)
+
+    @property
+    def comparison(self) -> reproduce.Comparison:
+        return reproduce.compare(self.original, self.again, self.published)
 
     @property
     def differences(self) -> list[reproduce.Difference]:
-        return reproduce.differences(self.original, self.again)
+        return self.comparison.differences
 
     @property
     def environment_differences(self) -> list[reproduce.Difference]:
-        return reproduce.environment_differences(self.original, self.again)
+        return self.comparison.environment
 
     def report(self) -> str:
-        return reproduce.report(self.original, self.again)
+        return reproduce.report(self.original, self.again, self.published)
+
+
+def published_verdict(evaluation: Evaluation, *, master: str | None) -> reproduce.Published:
+    """What the board, the API and the dataset show of `evaluation` (its columns and distribution rows), the
+    digest published for its seeds, and the sources' published hashes, as they are stored now."""
+    columns = {
+        name: getattr(evaluation, name)
+        for name in ("result_status", "correct", "standard_correct", "speedup", "speedup_ci_low", "speedup_ci_high")
+    } | {"speedup_fp32": evaluation.speedup_fp32, "memory_ratio": evaluation.memory_ratio}
+    rows = list(evaluation.distributions.values("name", *reproduce.SHOWN_DISTRIBUTION))
+    commitment = SeedCommitment.objects.filter(evaluation_id=evaluation.pk).first()
+    return reproduce.Published(
+        shown=reproduce.shown_from_columns(columns, rows),
+        seeds_digest=commitment.digest if commitment is not None else None,
+        master=master,
+        kernel_sha256=evaluation.kernel.sha256,
+        problem_sha256=evaluation.kernel.problem.sha256,
+    )
 
 
 def reproduction_arguments(
@@ -89,6 +117,5 @@ def evaluation_reproduce(
     )
     again.pop(seeds.RECORD_KEY, None)
     again = with_driver(again, device=device or device_for(evaluation.hardware))  # as evaluation_finish adds it
-    if (again.get("environment") or {}).get("seeds_digest") not in (None, seeds.digest(master)):
-        raise NotReproducible("the harness did not use the revealed master seed")
-    return Reproduction(evaluation_id=evaluation_id, original=evaluation.result, again=again)
+    published = published_verdict(evaluation, master=master)
+    return Reproduction(evaluation_id=evaluation_id, original=evaluation.result, again=again, published=published)

@@ -4,6 +4,7 @@ the site queues its own when the software under a ranked kernel changed (champio
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -15,11 +16,13 @@ from django.utils import timezone
 
 from catalogue.models import Submission
 from catalogue.services import submission_reopen
+from evaluator import enqueue
 from evaluator.models import Evaluation, ReEvaluation, SeedCommitment
 from evaluator.selectors.eligibility import ranked_evaluations
 from evaluator.selectors.stacks import current_stack, evaluation_stack
-from evaluator.services.evaluations import _send as send_evaluations
-from evaluator.services.evaluations import evaluations_enqueue, queue_for
+from evaluator.services.evaluations import evaluations_enqueue, rerun_queue_for, time_limits
+
+log = logging.getLogger(__name__)
 
 
 def _supersede(old: Evaluation) -> None:
@@ -88,11 +91,6 @@ def submission_rerun(*, submission_id: int) -> list[Evaluation]:
 # (`eval-<hardware>-rerun`), within RERUN_GPU_SECONDS_PER_DAY of estimated harness time per rolling 24 hours.
 # The most visible champions (fastest first) go first; each kernel at most once per stack (ReEvaluation's unique
 # constraint), so a fleet with two stacks cannot queue the same kernel back and forth.
-
-
-def rerun_queue_for(hardware: str) -> str:
-    """The queue of a hardware kind's re-evaluations: its workers consume it beside eval-<hardware>, after it."""
-    return f"{queue_for(hardware)}-rerun"
 
 
 def _estimated_seconds(evaluation: Evaluation) -> float:
@@ -192,6 +190,59 @@ def _rerun_for_stack(champion: Evaluation, *, stack: str, previous_stack: str, c
             previous_stack=previous_stack,
             estimated_seconds=cost,
         )
-        jobs = [(new.pk, new.task_id, rerun_queue_for(new.hardware))]
-        transaction.on_commit(lambda: send_evaluations(jobs))
+        evaluations_enqueue(evaluations=[new])  # to rerun_queue_for(hardware): it has its ReEvaluation now
     return new
+
+
+# --- Below uploads ----------------------------------------------------------------------------------------------
+#
+# A worker consumes eval-<hardware> and eval-<hardware>-rerun; which of two waiting messages a broker hands over
+# first is its own business (round robin on most transports). So a re-evaluation's task first asks the database:
+# while an upload of its hardware waits, it sends itself again to its own queue, RERUN_DEFER_SECONDS later, and the
+# worker takes the upload. Uploads never wait behind the site's own re-runs, whatever the broker.
+
+
+def rerun_should_wait(*, evaluation_id: int) -> bool:
+    """True when `evaluation_id` is a queued re-evaluation and an upload of its hardware is waiting (queued, sent)."""
+    hardware = (
+        Evaluation.objects.filter(
+            pk=evaluation_id, status=Evaluation.Status.QUEUED, is_current=True, re_evaluation__isnull=False
+        )
+        .values_list("hardware", flat=True)
+        .first()
+    )
+    if hardware is None:
+        return False
+    return Evaluation.objects.filter(
+        hardware=hardware,
+        status=Evaluation.Status.QUEUED,
+        is_current=True,
+        enqueued_at__isnull=False,
+        re_evaluation__isnull=True,
+    ).exists()
+
+
+def rerun_defer(*, evaluation_id: int) -> bool:
+    """Send the re-evaluation's message again, to its own queue, RERUN_DEFER_SECONDS from now (its sent time moves
+    with it, so the reaper does not count it lost). False when it could not be sent (the caller runs it now)."""
+    task = enqueue.task(enqueue.EVALUATE_KERNEL)
+    if task.app.conf.task_always_eager:  # in-process tasks (tests, eager mode): waiting would recurse
+        return False
+    evaluation = Evaluation.objects.filter(pk=evaluation_id).only("pk", "hardware", "task_id").first()
+    if evaluation is None:
+        return False
+    limits = time_limits()
+    try:
+        task.apply_async(
+            args=[evaluation.pk],
+            task_id=evaluation.task_id or None,
+            queue=rerun_queue_for(evaluation.hardware),
+            countdown=float(getattr(settings, "RERUN_DEFER_SECONDS", 30)),
+            soft_time_limit=limits.soft,
+            time_limit=limits.hard,
+        )
+    except Exception as exc:  # the broker went away: run it now rather than lose it
+        log.warning("re-evaluation %s not deferred: %s", evaluation_id, exc)
+        return False
+    Evaluation.objects.filter(pk=evaluation.pk, status=Evaluation.Status.QUEUED).update(enqueued_at=timezone.now())
+    return True

@@ -1,9 +1,15 @@
 """Commit, then reveal: the master seed an evaluation's secret seeds derived from (evaluator/harness/seeds.py).
 
-The harness hands the master back beside its record (`seeds.RECORD_KEY`); `seeds_take` takes it out before the
-record is stored, `seeds_commit` keeps it in its own row (SeedCommitment) once the result is stored, and
-`seeds_reveal_due` reveals it once its evaluation is superseded or SEEDS_REVEAL_AFTER_DAYS old. The published
-`environment.seeds_digest` (sha256 of the master's hex text) proves the seeds were fixed before the kernel ran.
+`seeds_publish` draws the master when the evaluation is queued and keeps it in its own row (SeedCommitment), whose
+digest is published at once (the upload's answer, the API, the inspector), so the seeds are fixed before the
+kernel runs; the worker hands the master to the harness (the `seeds` option). When the evaluation finishes,
+`seeds_refusal` checks the record's `environment.seeds_digest` against the digest published before the run: a
+record that commits to other seeds is refused (the evaluation fails as an infrastructure error, with the reason).
+`seeds_reveal_due` reveals the master once its evaluation is superseded or SEEDS_REVEAL_AFTER_DAYS old.
+
+Evaluations queued before commitments were published at queue time have no row yet: their harness draws the
+master and hands it back beside the record (`seeds.RECORD_KEY`); `seeds_take` takes it out before the record is
+stored and `seeds_commit` keeps it, its digest published with the verdict (the inspector says so).
 """
 
 from __future__ import annotations
@@ -32,6 +38,50 @@ def seeds_take(record: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         return record, seeds.check(value) if isinstance(value, str) else None
     except ValueError:
         return record, None
+
+
+def seeds_publish(*, evaluation_ids: list[int]) -> None:
+    """Draw a fresh master seed for each queued evaluation that has none and publish its digest now (inside the
+    queueing transaction): the seeds are fixed before any worker can claim the evaluation."""
+    have = set(SeedCommitment.objects.filter(evaluation_id__in=evaluation_ids).values_list("evaluation_id", flat=True))
+    now = timezone.now()
+    rows = []
+    for evaluation_id in dict.fromkeys(evaluation_ids):
+        if evaluation_id in have:
+            continue  # a retry or a re-send keeps the seeds published when it was first queued
+        master = seeds.draw()
+        rows.append(
+            SeedCommitment(
+                evaluation_id=evaluation_id,
+                master=master,
+                digest=seeds.digest(master),
+                scheme=seeds.SCHEME,
+                published_at=now,
+            )
+        )
+    SeedCommitment.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def seeds_refusal(*, published: SeedCommitment, master: str | None, record: dict[str, Any]) -> str | None:
+    """Why a finished record cannot stand for an evaluation whose digest was published before its run, or None.
+
+    The record must commit to the published digest (`environment.seeds_digest`), and a master the harness handed
+    back must be the published one. A record without a digest is the site's own (a timeout, a harness that died
+    while the kernel ran): it is taken only when it is not a correct verdict, since it shows no seeded figure."""
+    if not isinstance(record, dict):
+        return None  # not a record at all: evaluation_finish fails it as malformed
+    env = record.get("environment")
+    digest = env.get("seeds_digest") if isinstance(env, dict) else None
+    if digest is None and record.get("correct") is not True:
+        return None
+    if digest != published.digest:
+        return (
+            "refused: the record commits to other seeds than the digest published before the run "
+            f"(published {published.digest}, record {digest})"
+        )
+    if master is not None and master != published.master:
+        return "refused: the harness ran with another master seed than the one published before the run"
+    return None
 
 
 def seeds_used(master: str | None) -> bool:

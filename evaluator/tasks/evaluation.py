@@ -39,6 +39,14 @@ def evaluate_kernel(self: Any, evaluation_id: int, **kwargs: Any) -> None:
 
     if kwargs:  # messages from a newer or older deployment: log and carry on (Read the Docs' rule)
         log.warning("evaluate_kernel(%s): ignoring unknown arguments %s", evaluation_id, sorted(kwargs))
+    from evaluator.services.reruns import rerun_defer, rerun_should_wait
+
+    queue = (self.request.delivery_info or {}).get("routing_key") or "?"
+    log.info("evaluation %s taken from queue %s", evaluation_id, queue)  # uploads, or the re-runs below them
+
+    # The site's own re-runs stay below uploads: while one of its hardware waits, a re-run goes back to its queue.
+    if rerun_should_wait(evaluation_id=evaluation_id) and rerun_defer(evaluation_id=evaluation_id):
+        return
     evaluation = svc.evaluation_claim(evaluation_id=evaluation_id, worker=self.request.hostname or "")
     if evaluation is None:
         return
@@ -53,9 +61,10 @@ def evaluate_kernel(self: Any, evaluation_id: int, **kwargs: Any) -> None:
     except runner.InfraError as exc:
         log.warning("evaluation %s: infrastructure error on attempt %s: %s", evaluation_id, evaluation.attempts, exc)
         if svc.evaluation_retry_or_fail(evaluation=evaluation, error=f"infrastructure error: {exc}"):
-            # Explicit queue: the retry must reach a worker for the same hardware, whatever the delivery info says.
+            # Explicit queue: the retry must reach a worker for the same hardware, whatever the delivery info says,
+            # and a re-run stays on the re-run queue (below uploads).
             raise self.retry(
-                exc=exc, countdown=svc.retry_countdown(evaluation.attempts), queue=svc.queue_for(evaluation.hardware)
+                exc=exc, countdown=svc.retry_countdown(evaluation.attempts), queue=svc.evaluation_queue(evaluation)
             ) from exc
         return
     except SoftTimeLimitExceeded:

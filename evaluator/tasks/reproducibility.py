@@ -36,14 +36,18 @@ def rerun_champions(hardware: str | None = None, **kwargs: Any) -> dict[str, lis
     ignore_result=True,
     max_retries=settings.WEBHOOK_MAX_RETRIES,
 )
-def deliver_webhook(self: Any, submission_id: int, **kwargs: Any) -> None:
-    """POST the finished submission `submission_id` to its uploader's webhook; retried with backoff on failure."""
-    from evaluator.services.webhooks import WebhookFailed, webhook_deliver
+def deliver_webhook(self: Any, submission_id: int, delivery_id: str = "", **kwargs: Any) -> None:
+    """POST the finished submission `submission_id` to its uploader's webhook; retried with backoff on failure,
+    each retry with the same `delivery_id` (the event's webhook-id)."""
+    from evaluator.services.webhooks import WebhookFailed, new_delivery_id, webhook_deliver
 
+    delivery_id = delivery_id or new_delivery_id()  # a message from before delivery ids: one for all its retries
     try:
-        webhook_deliver(submission_id=submission_id, attempt=self.request.retries + 1)
+        webhook_deliver(submission_id=submission_id, attempt=self.request.retries + 1, delivery_id=delivery_id)
     except WebhookFailed as exc:
         if self.request.retries >= self.max_retries:
             log.warning("webhook for submission %s given up: %s", submission_id, exc)
             return
-        raise self.retry(exc=exc, countdown=min(600, 5 * 2**self.request.retries)) from exc
+        raise self.retry(
+            exc=exc, countdown=min(600, 5 * 2**self.request.retries), kwargs={"delivery_id": delivery_id}
+        ) from exc

@@ -23,6 +23,12 @@ PARAMETERS = [
     OpenApiParameter("hardware", OpenApiTypes.STR, description="Hardware label; omitted: the default one"),
     OpenApiParameter("problem_set", OpenApiTypes.STR, description="Problem-set version; omitted: the default one"),
     OpenApiParameter("sort", OpenApiTypes.STR, description=f"One of {', '.join(SORT_KEYS)}; prefix '-' = descending"),
+    OpenApiParameter(
+        "stack",
+        OpenApiTypes.STR,
+        description="Only verdicts measured on this software stack, e.g. 'torch 2.13.0 / CUDA 13.0 / GPU NVIDIA H200' "
+        "(a kernel's evaluations list theirs: /api/evaluations/?kernel=ID); omitted: every stack",
+    ),
 ]
 CSV_FIELDS = [
     "rank",
@@ -86,6 +92,7 @@ class LeaderboardSerializer(serializers.Serializer):
     problem_set = serializers.CharField()
     level = serializers.IntegerField(allow_null=True)
     sort = serializers.CharField()
+    stack = serializers.CharField(help_text="The software stack the rows are measured on; '' = every stack")
     rows = LeaderboardRowSerializer(many=True)
 
 
@@ -97,6 +104,7 @@ def _params(query) -> dict:
         "level": board.level,
         "sort": board.sort,
         "version": board.version,
+        "stack": board.stack,
     }
 
 

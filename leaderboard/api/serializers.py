@@ -129,6 +129,14 @@ class SubmissionCreateSerializer(serializers.Serializer):
     notes = serializers.CharField(max_length=5000, required=False, allow_blank=True, default="")
 
 
+class PublishedSeedsSerializer(serializers.Serializer):
+    """One evaluation's seed commitment, published when it was queued (before its kernel runs)."""
+
+    evaluation = serializers.IntegerField()
+    kernel = serializers.IntegerField()
+    seeds_digest = serializers.CharField(help_text="sha256 of the master seed's hex text; the master is revealed later")
+
+
 class SubmissionCreatedSerializer(serializers.Serializer):
     """Output of POST /api/submissions/ (202 Accepted)."""
 
@@ -144,6 +152,7 @@ class SubmissionCreatedSerializer(serializers.Serializer):
         help_text="True (HTTP 200): these kernels were already uploaded for this LLM, problem set and hardware; "
         "this is the earlier submission and nothing new was stored."
     )
+    evaluations = PublishedSeedsSerializer(many=True)
 
 
 class BundleRejectedSerializer(serializers.Serializer):

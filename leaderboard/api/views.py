@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from catalogue.models import LLM, Kernel, Problem, Submission
+from evaluator.selectors.seeds import submission_digests
 from evaluator.services.reruns import submission_rerun
 from leaderboard.api import filters, serializers
 from leaderboard.api.parsers import UntrustedJSONParser
@@ -129,6 +130,8 @@ class SubmissionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         body = {key: out[key] for key in ("id", "url", "page_url", "status", "kernel_count", "problem_set", "hardware")}
         body["report"] = submission.report
         body["duplicate"] = submission.duplicate
+        # Each evaluation's seed commitment, published now, before any kernel runs (README: how a reader checks).
+        body["evaluations"] = submission_digests(submission_id=submission.pk)
         if submission.duplicate:
             return Response(body, status=status.HTTP_200_OK, headers={"Location": out["url"]})
         if getattr(submission, "evaluation_pending", False):

@@ -104,10 +104,18 @@ def board_measured_cached(
 
 
 def leaderboard_rows(
-    *, hardware: str, problem_set: str, level: int | None = None, sort: str = DEFAULT_SORT, version: str | None = None
+    *,
+    hardware: str,
+    problem_set: str,
+    level: int | None = None,
+    sort: str = DEFAULT_SORT,
+    version: str | None = None,
+    stack: str = "",
 ) -> list[LeaderboardRow]:
-    """The rows one board view shows (LLMs and baselines together), sorted server-side."""
-    rows = leaderboard_data(hardware=hardware, problem_set=problem_set, version=version).rows.get(level, [])
+    """The rows one board view shows (LLMs and baselines together), sorted server-side; only verdicts measured on
+    the software `stack` (evaluator.selectors.stacks) when one is named."""
+    data = leaderboard_data(hardware=hardware, problem_set=problem_set, version=version, stack=stack)
+    rows = data.rows.get(level, [])
     return sort_rows(rows, sort)
 
 

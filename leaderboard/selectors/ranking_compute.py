@@ -15,7 +15,7 @@ from django.db.models.functions import Coalesce, NullIf
 
 from catalogue.models import Problem
 from evaluator.models import Baseline, DistributionResult, Evaluation
-from evaluator.selectors.eligibility import confirmed_hack_exists, eligibility_q
+from evaluator.selectors.eligibility import confirmed_hack_exists, eligibility_q, standing_q
 from evaluator.selectors.stacks import stack_q
 from evaluator.values import finite_number
 from leaderboard.selectors.ranking_shapes import (
@@ -82,7 +82,8 @@ def with_eligibility(qs: QuerySet[Evaluation]) -> QuerySet[EligibleEvaluation]:
 
 
 def _evaluation_samples(*, hardware: str, problem_set: str, stack: str = "") -> list[Sample]:
-    """One query: every finished current evaluation on an active problem, with the eligibility verdict as a column
+    """One query: every finished standing evaluation (current, or a champion's while its re-run waits) on an active
+    problem, with the eligibility verdict as a column
     (only those measured on `stack`, evaluator.selectors.stacks, when one is named)."""
     d1_passed = Exists(DistributionResult.objects.filter(evaluation_id=OuterRef("pk"), name="D1", passed=True))
     hidden_failed = Exists(
@@ -92,8 +93,8 @@ def _evaluation_samples(*, hardware: str, problem_set: str, stack: str = "") -> 
     )
     rows = (
         with_eligibility(Evaluation.objects.all())
+        .filter(standing_q())
         .filter(
-            is_current=True,
             status=Evaluation.Status.DONE,
             hardware=hardware,
             kernel__problem__active=True,

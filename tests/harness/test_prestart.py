@@ -60,6 +60,23 @@ def test_the_second_evaluation_uses_the_standby_and_gets_the_same_verdicts(tmp_p
     assert _parked() == []
 
 
+def test_a_standby_runs_the_next_evaluation_with_that_evaluations_own_seeds(tmp_path):
+    """The site hands each evaluation the master seed it published a digest of: a standby, started before that
+    evaluation existed, receives it with its go line, so it is used and its record commits to those seeds."""
+    from evaluator.harness import seeds
+
+    masters = [seeds.draw(), seeds.draw()]
+    try:
+        first = _evaluate(tmp_path, "relu", "relu_correct", seeds=masters[0])
+        second = _evaluate(tmp_path, "relu", "relu_shape_hack", seeds=masters[1])
+        assert second["environment"].get("prestarted_workers") is True  # the standby served it
+        assert [r["environment"]["seeds_digest"] for r in (first, second)] == [seeds.digest(m) for m in masters]
+        assert [r[seeds.RECORD_KEY] for r in (first, second)] == masters
+        assert all(masters[1] not in str(h.spec.options) for h in _parked())  # the next standby has none of them
+    finally:
+        discard_standby()
+
+
 def test_a_standby_for_other_settings_is_stopped_not_used(tmp_path):
     try:
         _evaluate(tmp_path, "relu", "relu_correct")

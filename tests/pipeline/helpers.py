@@ -96,3 +96,14 @@ def record(*, status: str = "ok", correct: bool = True, speedup: float | None = 
         phases={},
         environment=Environment(torch=torch, device="cpu"),
     ).to_dict()
+
+
+def committed(evaluation_id: int, result: dict) -> dict:
+    """`result` as the harness returns it for `evaluation_id`: committing (environment.seeds_digest) to the master
+    seed the site published a digest of when it queued the evaluation, and handed to the harness."""
+    from evaluator.selectors.seeds import published_commitment
+
+    published = published_commitment(evaluation_id=evaluation_id)
+    if published is not None and isinstance(result.get("environment"), dict):
+        result["environment"]["seeds_digest"] = published.digest
+    return result

@@ -14,7 +14,7 @@ from evaluator.selectors.eligibility import ranked_evaluations
 from evaluator.services import evaluations as svc
 from evaluator.services.degenerate import problem_degenerate_review
 from evaluator.services.reruns import evaluation_rerun
-from tests.pipeline.helpers import record
+from tests.pipeline.helpers import committed, record
 from tests.pipeline.test_tasks import evals, submit
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +32,7 @@ def rec(*, constant: bool = False, tf32_ms: float = 0.5, fp32_ms: float = 0.55) 
 def finish(ev: Evaluation, r: dict) -> Evaluation:
     claimed = svc.evaluation_claim(evaluation_id=ev.pk, worker="w")
     assert claimed is not None
-    assert svc.evaluation_finish(evaluation=claimed, record=r) is True
+    assert svc.evaluation_finish(evaluation=claimed, record=committed(claimed.pk, r)) is True
     claimed.refresh_from_db()
     return claimed
 

@@ -14,7 +14,7 @@ from evaluator.harness.record import Record
 from evaluator.models import Evaluation
 from evaluator.records import distribution_rows, evaluation_columns
 from evaluator.services import evaluations as svc
-from tests.pipeline.helpers import REPO_ROOT, record
+from tests.pipeline.helpers import REPO_ROOT, committed, record
 from tests.pipeline.test_tasks import evals, submit
 
 pytestmark = pytest.mark.django_db
@@ -42,7 +42,7 @@ def finish(evaluation: Evaluation, result: dict) -> Evaluation:
     """Store `result` through the service on `evaluation` (put back to running, uncounted: one row serves many)."""
     Evaluation.objects.filter(pk=evaluation.pk).update(status=Evaluation.Status.RUNNING)
     Submission.objects.filter(pk=evaluation.kernel.submission_id).update(evaluated_count=0, correct_count=0)
-    assert svc.evaluation_finish(evaluation=evaluation, record=result) is True
+    assert svc.evaluation_finish(evaluation=evaluation, record=committed(evaluation.pk, result)) is True
     evaluation.refresh_from_db()
     return evaluation
 

@@ -7,7 +7,7 @@ import pytest
 from evaluator.harness.record import SCHEMA_VERSION, Record
 from evaluator.models import Evaluation
 from evaluator.services import evaluations as svc
-from tests.pipeline.helpers import record
+from tests.pipeline.helpers import committed, record
 from tests.pipeline.test_tasks import evals, submit
 
 pytestmark = pytest.mark.django_db
@@ -22,10 +22,10 @@ def claimed() -> Evaluation:
 
 def test_a_valid_record_is_stored_versioned_and_reads_back_typed(demo_problems, sent):
     ev = claimed()
-    assert svc.evaluation_finish(evaluation=ev, record=record(speedup=2.0)) is True
+    assert svc.evaluation_finish(evaluation=ev, record=committed(ev.pk, record(speedup=2.0))) is True
     ev.refresh_from_db()
     assert ev.result["schema_version"] == SCHEMA_VERSION
-    assert Record.from_dict(ev.result) == Record.from_dict(record(speedup=2.0))
+    assert Record.from_dict(ev.result) == Record.from_dict(committed(ev.pk, record(speedup=2.0)))
     assert (ev.status, ev.speedup, ev.candidate_ms) == ("done", 2.0, 0.4)
 
 

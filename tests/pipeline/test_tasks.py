@@ -10,12 +10,12 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from catalogue.models import Submission
-from evaluator.models import Baseline, DistributionResult, Evaluation
+from evaluator.models import Baseline, DistributionResult, Evaluation, SeedCommitment
 from evaluator.services import evaluations as svc
 from evaluator.services import reaping, reruns
 from evaluator.tasks.evaluation import evaluate_kernel
 from leaderboard.services.submissions import submission_create
-from tests.pipeline.helpers import DEMO_SET, demo_kernel, kernel_name, make_zip, record
+from tests.pipeline.helpers import DEMO_SET, committed, demo_kernel, kernel_name, make_zip, record
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +43,9 @@ def test_the_harness_runs_once_even_when_the_message_arrives_twice(demo_problems
     run(ev.pk)  # a duplicate delivery: the row is no longer QUEUED, so nothing happens
     assert len(stand_in.calls) == 1
     call = stand_in.calls[0]
-    assert call["device"] == "cpu" and call["options"] == {"quick": True, "hardware": "cpu"}
+    # The master seed whose digest was published when the upload queued the evaluation goes to the harness.
+    published = SeedCommitment.objects.get(evaluation=ev)
+    assert call["device"] == "cpu" and call["options"] == {"quick": True, "hardware": "cpu", "seeds": published.master}
     assert call["problem_source"] == ev.kernel.problem.source and call["kernel_source"] == ev.kernel.source
     ev.refresh_from_db()
     assert (ev.status, ev.result_status, ev.correct, ev.attempts) == ("done", "ok", True, 1)
@@ -161,7 +163,7 @@ def test_a_stale_attempt_cannot_overwrite_a_newer_one(demo_problems, sent):
     second = svc.evaluation_claim(evaluation_id=ev.pk, worker="w2")
     assert second.attempts == 2
     assert svc.evaluation_finish(evaluation=first, record=record(speedup=9.0)) is False
-    assert svc.evaluation_finish(evaluation=second, record=record(speedup=1.1)) is True
+    assert svc.evaluation_finish(evaluation=second, record=committed(ev.pk, record(speedup=1.1))) is True
     ev.refresh_from_db()
     assert (ev.speedup, ev.worker) == (1.1, "w2")
     assert Submission.objects.get().evaluated_count == 1

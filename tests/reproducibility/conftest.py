@@ -28,3 +28,14 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(evaluate_kernel, "apply_async", lambda **kw: spy.calls.append(kw))
     monkeypatch.setattr(audit_kernels_static, "apply_async", lambda *a, **kw: spy.audits.append(kw.get("args", a)))
     return spy
+
+
+@pytest.fixture
+def stand_in(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`evaluator.runner.run_evaluation` answered from a script of records (tests/pipeline's stand-in harness)."""
+    import evaluator.runner as runner
+    from tests.pipeline.conftest import StandInHarness
+
+    harness = StandInHarness()
+    monkeypatch.setattr(runner, "run_evaluation", harness)
+    return harness

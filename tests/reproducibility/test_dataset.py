@@ -59,7 +59,7 @@ def verdicts():
 
 def test_the_export_round_trips_through_its_schema(verdicts, tmp_path):
     call_command("export_dataset", "--out", str(tmp_path / "a"))
-    folder = tmp_path / "a" / "kbv-verdicts-1.0"
+    (folder,) = (tmp_path / "a").glob("kbv-verdicts-1.0-r001-*")
     rows = _lines(folder / "verdicts.jsonl")
     validator = _validator()
     for row in rows:
@@ -76,9 +76,47 @@ def test_the_export_round_trips_through_its_schema(verdicts, tmp_path):
     assert rows[1]["seeds"]["master"] is None and rows[0]["evaluation_id"] == revealed.pk
     # Reproducible: a second export of the same database is byte-identical.
     call_command("export_dataset", "--out", str(tmp_path / "b"))
-    assert (tmp_path / "b" / "kbv-verdicts-1.0" / "verdicts.jsonl").read_bytes() == (
-        folder / "verdicts.jsonl"
-    ).read_bytes()
+    (again,) = (tmp_path / "b").glob("kbv-verdicts-1.0-r001-*")
+    assert (again / "verdicts.jsonl").read_bytes() == (folder / "verdicts.jsonl").read_bytes()
+
+
+def test_each_release_is_named_and_the_changelog_says_what_changed(verdicts, tmp_path):
+    """Releases get a sequence and a date in their folder and manifest (every export once wrote the same
+    kbv-verdicts-1.0/), and the changelog counts the verdicts added, removed and changed since the one before."""
+    from datetime import date
+
+    from evaluator.dataset import dataset_export
+    from evaluator.models import Evaluation
+
+    first = dataset_export(out_dir=tmp_path, today=date(2026, 12, 1))
+    assert first.name == "kbv-verdicts-1.0-r001-2026-12-01"
+    (correct, _), (incorrect, _) = verdicts
+    # Between the releases: a new verdict, one removed, one whose verdict flipped, one whose seeds were revealed.
+    added = EvaluationFactory(result=incorrect.result, correct=False, finished_at=timezone.now())
+    flipped = EvaluationFactory(result=correct.result, correct=True, finished_at=timezone.now())
+    second = dataset_export(out_dir=tmp_path, today=date(2026, 12, 2))
+    Evaluation.objects.filter(pk=flipped.pk).update(correct=False)
+    Evaluation.objects.filter(pk=correct.pk).delete()
+    SeedCommitment.objects.filter(evaluation=incorrect).update(revealed_at=timezone.now())
+    third = dataset_export(out_dir=tmp_path, today=date(2026, 12, 4))
+    assert [f.name for f in (second, third)] == ["kbv-verdicts-1.0-r002-2026-12-02", "kbv-verdicts-1.0-r003-2026-12-04"]
+    assert all((f / "verdicts.jsonl").is_file() for f in (first, second, third))  # earlier releases are kept
+
+    manifest = json.loads((third / "manifest.json").read_text())
+    assert manifest["release"] == "r003-2026-12-04" and manifest["previous_release"] == "r002-2026-12-02"
+    assert manifest["changes"] == {"rows": 3, "added": 0, "removed": 1, "verdict_changed": 1, "other_changed": 1}
+    log = json.loads((tmp_path / "changelog.json").read_text())
+    assert [e["release"] for e in log] == ["r003-2026-12-04", "r002-2026-12-02", "r001-2026-12-01"]
+    assert (log[0]["removed"], log[0]["verdict_changed"], log[0]["other_changed"]) == (
+        [correct.pk],
+        [flipped.pk],
+        [incorrect.pk],
+    )
+    assert log[1]["added"] == sorted([added.pk, flipped.pk]) and log[2]["added"] == [correct.pk, incorrect.pk]
+    text = (tmp_path / "CHANGELOG.md").read_text()
+    assert text.index("## r003-2026-12-04") < text.index("## r002-2026-12-02") < text.index("## r001-2026-12-01")
+    assert "3 verdicts: 0 added, 1 removed, 1 with a changed verdict, 1 changed otherwise." in text
+    assert (third / "CHANGELOG.md").read_text() == text  # a downloaded release carries its history
 
 
 def test_a_row_that_breaks_the_schema_is_caught(verdicts):

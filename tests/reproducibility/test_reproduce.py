@@ -89,3 +89,43 @@ def test_a_reader_reruns_a_dataset_row_with_the_harness_alone(tmp_path):
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, cwd=root)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "identical: every per-distribution pass/fail and error figure is the same" in done.stdout, done.stdout
+
+
+def _rows() -> list[dict]:
+    import json
+
+    from evaluator.dataset import SAMPLE_PATH
+
+    return [json.loads(line) for line in SAMPLE_PATH.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("tamper", ["edited verdict", "other master", "swapped kernel"])
+def test_the_harness_compare_catches_each_tamper_and_exits_non_zero(tamper, tmp_path):
+    """`python -m evaluator.harness ... --compare ROW.json`: a dataset row whose shown verdict was edited, a master
+    seed that is not the row's published digest's, a kernel file that is not the one evaluated: each is named, and
+    the command exits 1 (without --strict)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    honest, row = _rows()  # a correct ReLU and the revealed, failing one
+    kernel, master = row["kernel"]["source"], row["seeds"]["master"]
+    if tamper == "edited verdict":
+        row["verdict"]["correct"] = True
+        expected = "a stored column was edited after the run"
+    elif tamper == "other master":
+        master = seeds.draw()
+        expected = "the stored master seed does not match the digest published before the run"
+    else:
+        kernel = honest["kernel"]["source"]
+        expected = "a swapped kernel source"
+    (tmp_path / "problem.py").write_text(row["problem"]["source"])
+    (tmp_path / "kernel.py").write_text(kernel)
+    (tmp_path / "row.json").write_text(json.dumps(row))
+    command = [sys.executable, "-m", "evaluator.harness", str(tmp_path / "problem.py"), str(tmp_path / "kernel.py")]
+    command += ["--seeds", master, "--compare", str(tmp_path / "row.json"), "--quick"]
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, cwd=root)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    assert expected in done.stdout, done.stdout

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evaluator.harness.errors import CandidateFailed
+from evaluator.harness import seeds
+from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.orchestrator.bring_up import connect, report_strays
 from evaluator.harness.orchestrator.clients import Deadline
 from evaluator.harness.orchestrator.context import Context, Emit
@@ -59,20 +60,27 @@ class EvaluationRun:
         self.gpu = GpuHolds(self.ctx)
         self.ctx.gate = self.gpu.command
 
-    def run(self, ready: Callable[[], bool] | None = None) -> dict[str, Any] | None:
+    def run(self, ready: Callable[[], str | None] | None = None) -> dict[str, Any] | None:
         """Evaluate; never raises for anything the candidate did (HarnessInfraError is the only way out).
 
         With `ready`, the workers start (and import torch) first and the evaluation waits for ready() to return:
         a standby harness, started while the previous evaluation runs, so that the next one skips process start-up.
-        The problem and kernel files are read only after that, and the clock starts then. ready() returning False
-        means the standby was not needed: nothing is evaluated and None is returned.
+        The problem and kernel files are read only after that, and the clock starts then. ready() returning None
+        means the standby was not needed: nothing is evaluated and None is returned; otherwise it returns the
+        evaluation's master seed (seeds.py: the site's, handed over only now), or "" to keep the spec's.
         """
         ctx = self.ctx
         try:
             self._start_workers()
             if ready is not None:
-                if not ready():
+                master = ready()
+                if master is None:
                     return None
+                if master:  # no seed has been derived yet: the trials start after this
+                    try:
+                        ctx.master_seed = seeds.check(master)
+                    except ValueError as exc:
+                        raise HarnessInfraError(f"the master seed handed to the standby: {exc}") from exc
                 ctx.deadline.restart()
                 ctx.record["environment"]["prestarted_workers"] = True
                 # spent before this evaluation's clock started: not part of its total
@@ -158,7 +166,9 @@ class EvaluationRun:
         self.ctx.phase("shutdown", started)
 
 
-def evaluate(spec: Spec, emit: Emit | None = None, ready: Callable[[], bool] | None = None) -> dict[str, Any] | None:
+def evaluate(
+    spec: Spec, emit: Emit | None = None, ready: Callable[[], str | None] | None = None
+) -> dict[str, Any] | None:
     """Run one evaluation and return its record (None: a standby that was not needed, see EvaluationRun.run).
     Raises HarnessInfraError only for faults that are not the kernel's."""
     return EvaluationRun(spec, emit or (lambda event: None)).run(ready)

@@ -28,6 +28,8 @@ def prepare(ctx: Context) -> None:
     f = ctx.folders
     problem = f.ref / "problem.py"
     shutil.copyfile(ctx.spec.problem_path, problem)
+    # What was evaluated, named in the record: a reproduction checks it against the problem it runs (reproduce.py).
+    ctx.record["environment"]["problem_sha256"] = hashlib.sha256(problem.read_bytes()).hexdigest()
     # The kernel's file goes into the hand-over folder (ours, read-only to the kernel), never into its own folder:
     # nothing of ours is written where the kernel could have planted a link.
     shutil.copyfile(ctx.spec.kernel_path, f.kernel_file)

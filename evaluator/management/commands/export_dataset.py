@@ -1,5 +1,6 @@
-"""`manage.py export_dataset --out DIR`: write the public dataset (every finished verdict as JSON lines, its schema,
-datasheet and manifest) to DIR/kbv-verdicts-<version>/ (evaluator.dataset)."""
+"""`manage.py export_dataset --out DIR`: write the next release of the public dataset (every finished verdict as JSON
+lines, its schema, datasheet, manifest and changelog) to DIR/kbv-verdicts-<version>-r<NNN>-<date>/, and add what
+changed since the previous release to DIR/CHANGELOG.md (evaluator.dataset)."""
 
 from __future__ import annotations
 
@@ -20,4 +21,10 @@ class Command(BaseCommand):
     def handle(self, *args, **opts) -> None:
         folder = dataset_export(out_dir=opts["out"])
         manifest = json.loads((folder / "manifest.json").read_text())
-        self.stdout.write(f"{manifest['rows']} verdicts -> {folder}")
+        changes = manifest["changes"]
+        since = f"since {manifest['previous_release']}" if manifest["previous_release"] else "first release"
+        self.stdout.write(
+            f"release {manifest['release']}: {manifest['rows']} verdicts -> {folder} ({since}: {changes['added']} "
+            f"added, {changes['removed']} removed, {changes['verdict_changed']} verdicts changed, "
+            f"{changes['other_changed']} changed otherwise; CHANGELOG.md)"
+        )
