@@ -67,6 +67,8 @@ class MemoryLedger:
         self.directory = Path(directory)
         self.folder = self.directory / f"{safe}.mem"
         self.ledger_path = self.directory / f"{safe}.mem.lock"
+        self._mine: Path | None = None  # this ledger's own reservation while reserve() holds it
+        self._mine_bytes = 0
 
     def _held(self, prefix: str = "r-") -> tuple[int, int]:
         """(files, bytes) held by live owners (reservations "r-", waiters "w-"); stale ones (owner gone) are
@@ -105,6 +107,14 @@ class MemoryLedger:
             yield
         finally:
             os.close(fd)
+
+    def others(self) -> tuple[int, int]:
+        """(reservations, bytes) of the other evaluations holding memory on this device now (this ledger's own
+        reservation, while reserve() holds it, left out)."""
+        with self._ledger():
+            count, held = self._held()
+        mine = 1 if self._mine is not None else 0
+        return max(count - mine, 0), max(held - self._mine_bytes, 0)
 
     def waiting(self) -> int:
         """How many evaluations wait for memory on this device now."""
@@ -146,8 +156,10 @@ class MemoryLedger:
                         )
                     time.sleep(POLL_S)
             admission.waited_s = round(time.monotonic() - started, 3) if admission.others_at_wait else 0.0
+            self._mine, self._mine_bytes = path, nbytes
             yield admission
         finally:
+            self._mine, self._mine_bytes = None, 0
             for descriptor, name in ((fd, path), (waiter, waiting)):
                 if descriptor is not None:
                     with contextlib.suppress(OSError):

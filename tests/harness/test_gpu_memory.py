@@ -107,17 +107,44 @@ def test_more_than_the_device_waits_until_it_is_alone_then_runs(tmp_path):
 
 def test_the_declared_footprint():
     capacity = 100 << 30
+    gib = 1 << 30
     # unknown sizes: the whole device, so the evaluation runs beside nothing else
-    assert reservation_bytes(footprint=None, param_bytes=0, input_sets=3, capacity=capacity, cuda=True) == capacity
-    cpu = reservation_bytes(footprint=1 << 30, param_bytes=0, input_sets=3, capacity=capacity, cuda=False)
-    gpu = reservation_bytes(footprint=1 << 30, param_bytes=0, input_sets=3, capacity=capacity, cuda=True)
-    assert cpu == 2 * 5 * 1.25 * (1 << 30)  # two workers, three rotating sets + a fresh one + a reference's
+    assert reservation_bytes(footprint=None, peak_bytes=0, input_sets=3, capacity=capacity, cuda=True) == capacity
+    cpu = reservation_bytes(footprint=gib, peak_bytes=0, input_sets=3, capacity=capacity, cuda=False)
+    gpu = reservation_bytes(footprint=gib, peak_bytes=0, input_sets=3, capacity=capacity, cuda=True)
+    assert (
+        cpu == 2 * (1.25 + 4) * gib
+    )  # two workers: one forward's peak with its margin, three more sets and a fresh one
     assert gpu == cpu + 2 * CUDA_WORKER_BYTES
-    assert reservation_bytes(footprint=1 << 40, param_bytes=0, input_sets=3, capacity=capacity, cuda=True) == capacity
+    # a small input whose forward holds a large intermediate (KernelBench L3/31: 32 MB in and out, a 16 GB peak)
+    attention = reservation_bytes(footprint=32 << 20, peak_bytes=16 * gib, input_sets=3, capacity=capacity, cuda=True)
+    assert attention > 2 * 16 * gib
+    assert reservation_bytes(footprint=1 << 40, peak_bytes=0, input_sets=3, capacity=capacity, cuda=True) == capacity
     declared = reservation_bytes(
-        footprint=None, param_bytes=0, input_sets=3, capacity=capacity, cuda=True, declared_mb=512
+        footprint=None, peak_bytes=0, input_sets=3, capacity=capacity, cuda=True, declared_mb=512
     )
     assert declared == 512 * MB
+
+
+def test_the_meta_forward_counts_the_intermediate_peak():
+    """flops.PeakBytes on the meta device: what one forward holds at once, not only its input and output."""
+    from evaluator.harness.workers.flops import count_source
+
+    source = """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        scores = x @ x.transpose(-1, -2)          # (8, 2048, 2048): 128 MiB, freed before the output
+        return (scores.softmax(-1) @ x).sum(-1)
+def get_inputs():
+    return [torch.rand(8, 2048, 64)]
+def get_init_inputs():
+    return []
+"""
+    counts = count_source(source)
+    assert counts is not None
+    small = counts["input_bytes"] + counts["output_bytes"]
+    assert small < 5 * MB and counts["peak_bytes"] >= 2 * 128 * MB  # the scores and their softmax at once
 
 
 @pytest.mark.slow
@@ -153,3 +180,24 @@ def test_an_evaluation_that_does_not_fit_waits_and_its_record_says_so(evaluate, 
     assert hold["reserved_bytes"] == 40 * MB and hold["capacity_bytes"] == 100 * MB
     assert hold["waited_s"] > 0 and "1 other evaluations held 0.1 of 0.1 GiB" in hold["waited_for"]
     assert waits["phases"]["gpu_memory_wait"] == hold["waited_s"]
+
+
+def test_running_out_of_memory_beside_others_is_not_the_kernels_verdict(tmp_path):
+    """A kernel that runs out of device memory while other evaluations hold memory on the GPU is evaluated again
+    (an infrastructure error), not judged; alone on the device, running out is its own."""
+    from evaluator.harness.orchestrator.evaluation import EvaluationRun
+    from evaluator.harness.protocol import Spec
+
+    spec = Spec(
+        problem_path="", kernel_path="", device="cpu", work_dir=str(tmp_path / "work"),
+        options={"gpu_lock_dir": str(tmp_path), "gpu_memory_budget_mb": 100, "gpu_memory_reserve_mb": 30},
+    )  # fmt: skip
+    holds = EvaluationRun(spec, lambda event: None).gpu
+    oom = "timing_setup failed: OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB"
+    with holds.memory():
+        assert holds.crowded_out(oom) == ""  # alone
+        with MemoryLedger(tmp_path, "cpu").reserve(40 * MB, 100 * MB, time.monotonic() + 5):
+            reason = holds.crowded_out(oom)
+            assert "1 other evaluations held 0.0 GiB" in reason and "evaluated again" in reason
+            assert holds.crowded_out("run failed: RuntimeError: shape mismatch") == ""
+    assert holds.crowded_out(oom) == ""  # no memory held: nothing shared

@@ -101,6 +101,9 @@ class EvaluationRun:
                 integrity(ctx, "at the end")
             verdict(ctx)
         except CandidateFailed as failure:
+            crowded = self.gpu.crowded_out(str(failure))
+            if crowded:  # not the kernel's doing: the evaluation is retried (runner.InfraError), not judged
+                raise HarnessInfraError(crowded) from failure
             record_failure(ctx.record, failure, device=ctx.device)
         finally:
             self._shutdown()

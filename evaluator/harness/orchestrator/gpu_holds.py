@@ -30,26 +30,30 @@ from evaluator.harness.orchestrator.context import Context
 from evaluator.harness.sandbox.cpu_pin import CpuLease, general_cpus, pin_group, timing_cpus
 
 MODES = ("none", "shared", "exclusive")
+# How an out-of-memory failure reads in a worker's reply (torch's OutOfMemoryError, the driver's error code).
+OUT_OF_MEMORY = ("OutOfMemoryError", "CUDA out of memory", "CUDA_ERROR_OUT_OF_MEMORY")
 # What a worker holds on a CUDA device before any tensor of the problem: its context, cuBLAS/cuDNN workspaces and
 # the caching allocator's slack (measured: 0.5-0.7 GB per process on the H200).
 CUDA_WORKER_BYTES = 768 << 20
-# Inputs, outputs and intermediate tensors beyond the meta-device footprint (one input set + its output): timing
-# holds every rotating set and its output, plus a fresh set, the re-check's reference and a forward's temporaries.
-FOOTPRINT_MARGIN = 1.25
+# Library workspaces (cuDNN, cuBLAS) and the caching allocator's rounding beyond the tensors one forward holds at
+# its peak (measured on the H200: a 3D transposed convolution's 1.7 GB of tensors peaked at 2.9 GB).
+PEAK_MARGIN = 1.25
 
 
 def reservation_bytes(
-    *, footprint: int | None, param_bytes: int, input_sets: int, capacity: int, cuda: bool, declared_mb: float = 0.0
+    *, footprint: int | None, peak_bytes: int, input_sets: int, capacity: int, cuda: bool, declared_mb: float = 0.0
 ) -> int:
-    """The memory an evaluation declares for its two workers: each holds its CUDA context (on a GPU), the model's
-    parameters, and `input_sets` + 2 input sets with their outputs, with a margin. Unknown sizes declare the whole
-    device (the evaluation then runs beside nothing else). `declared_mb` (the gpu_memory_reserve_mb option)
-    replaces the estimate."""
+    """The memory an evaluation declares for its two workers. Each holds its CUDA context (on a GPU), one forward's
+    peak (inputs, state and every intermediate tensor alive at once: flops.PeakBytes on the meta device) with a
+    margin, and input_sets + 1 more input sets with their outputs (the rotating timing sets and a fresh one).
+    Unknown sizes declare the whole device (the evaluation then runs beside nothing else). `declared_mb` (the
+    gpu_memory_reserve_mb option) replaces the estimate."""
     if declared_mb > 0:
         return min(int(declared_mb * 2**20), capacity)
     if footprint is None:
         return capacity
-    per_worker = (CUDA_WORKER_BYTES if cuda else 0) + param_bytes + (input_sets + 2) * footprint * FOOTPRINT_MARGIN
+    peak = max(peak_bytes, footprint)
+    per_worker = (CUDA_WORKER_BYTES if cuda else 0) + PEAK_MARGIN * peak + (input_sets + 1) * footprint
     return min(int(2 * per_worker), capacity)
 
 
@@ -66,6 +70,7 @@ class GpuHolds:
         # The CPU set aside for timed loops (cpu_pin.py), leased with every exclusive hold and its workers pinned
         # to it: one timer per GPU at a time, so the lease waits for nobody. What the last hold got, for the record.
         self._lease: CpuLease | None = None
+        self._ledger: MemoryLedger | None = None  # set while memory is reserved on a shared device
         self.cpu: int | None = None
         self.cpu_why = "not CUDA" if not ctx.cuda else "pin_timing_cpu off"
         self.pinned: dict[str, int] = {}
@@ -182,7 +187,7 @@ class GpuHolds:
         counts = ctx.counts or {}
         reserved = reservation_bytes(
             footprint=ctx.footprint,
-            param_bytes=int(counts.get("param_bytes") or 0),
+            peak_bytes=int(counts.get("peak_bytes") or 0),
             input_sets=ctx.opts.input_sets,
             capacity=capacity or 0,
             cuda=ctx.cuda,
@@ -199,7 +204,7 @@ class GpuHolds:
         if not capacity or not ctx.opts.gpu_lock_dir:
             yield
             return
-        ledger = MemoryLedger(ctx.opts.gpu_lock_dir, self._key())
+        ledger = self._ledger = MemoryLedger(ctx.opts.gpu_lock_dir, self._key())
         try:
             with ledger.reserve(reserved, capacity, ctx.deadline.at + 3600) as admission:
                 hold["waited_s"] = admission.waited_s
@@ -208,6 +213,21 @@ class GpuHolds:
                 yield
         except MemoryTimeout as exc:
             raise HarnessInfraError(str(exc)) from exc
+
+    def crowded_out(self, failure: str) -> str:
+        """Why a kernel's out-of-memory failure is not its own ('' when it is): the device was shared with other
+        evaluations at the time, whose memory may have exceeded what they declared. The evaluation is then an
+        infrastructure error (retried by the site), not a verdict; alone on the device, running out is the
+        kernel's."""
+        if not any(sign in failure for sign in OUT_OF_MEMORY) or not self._ledger:
+            return ""
+        others, held = self._ledger.others()
+        if not others:
+            return ""
+        return (
+            f"the kernel ran out of device memory while {others} other evaluations held {held / 2**30:.1f} GiB "
+            "of the GPU beside it; evaluated again, not judged"
+        )
 
     def _capacity(self) -> int | None:
         """The device memory evaluations may declare in all: the gpu_memory_budget_mb option, else (CUDA) the

@@ -11,6 +11,7 @@ torch only (no Django): the reference worker counts at setup, `manage.py count_f
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from typing import Any
 
@@ -127,6 +128,34 @@ class VectorFlops(TorchDispatchMode):
         return out
 
 
+class PeakBytes(TorchDispatchMode):
+    """The most bytes one forward holds at once, on the meta device: inputs and state from the start, plus every op's
+    new (non-view) output for as long as Python keeps it, as the caching allocator would on a GPU. A declared
+    footprint for sharing the GPU by memory (orchestrator/gpu_holds.py): an input set and its output alone missed
+    the 8 GiB intermediate of a KernelBench L3 problem, which then ran out of memory beside other evaluations.
+    Library workspaces (cuDNN, cuBLAS) are not tensors and not counted: the declaration's margin covers them."""
+
+    def __init__(self, held: int) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # torch's, untyped (as VectorFlops)
+        self.live = self.peak = held
+
+    def _free(self, nbytes: int) -> None:
+        self.live -= nbytes
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        returns = getattr(getattr(func, "_schema", None), "returns", ())
+        views = any(getattr(r, "alias_info", None) is not None for r in returns)
+        if not views:
+            for tensor in out if isinstance(out, list | tuple) else [out]:
+                if isinstance(tensor, torch.Tensor):
+                    nbytes = tensor.numel() * tensor.element_size()
+                    self.live += nbytes
+                    weakref.finalize(tensor, self._free, nbytes)
+            self.peak = max(self.peak, self.live)
+        return out
+
+
 def _dtype(values: list[Any]) -> str | None:
     for value in values:
         if isinstance(value, torch.Tensor) and value.is_floating_point():
@@ -135,20 +164,22 @@ def _dtype(values: list[Any]) -> str | None:
 
 
 def count_namespace(ns: dict[str, Any], init: list[Any] | None = None) -> dict[str, Any] | None:
-    """{matrix_flops, vector_flops, flops, bytes, input_bytes, output_bytes, param_bytes, dtype} of one forward of
+    """{matrix_flops, vector_flops, flops, bytes, input_bytes, output_bytes, param_bytes, peak_bytes, dtype} of one
+    forward of
     the problem in `ns` (a loaded problem file), or None where it cannot run on the meta device."""
     try:
         with torch.device("meta"), torch.no_grad():
             init = list(ns["get_init_inputs"]()) if init is None else init
             model = ns["Model"](*init)
             inputs = list(ns["get_inputs"]())
+            state = list(model.parameters()) + list(model.buffers())
             matrix = FlopCounterMode(display=False)
             vector = VectorFlops(set(matrix.flop_registry))
-            with matrix, vector:
+            peak = PeakBytes(_bytes(inputs) + _bytes(state))
+            with matrix, vector, peak:
                 out = model(*inputs)
     except Exception:  # an estimate only
         return None
-    state = list(model.parameters()) + list(model.buffers())
     input_bytes = _bytes(inputs)
     output_bytes = _bytes([out])
     param_bytes = _bytes(state)
@@ -161,6 +192,7 @@ def count_namespace(ns: dict[str, Any], init: list[Any] | None = None) -> dict[s
         "input_bytes": input_bytes,
         "output_bytes": output_bytes,
         "param_bytes": param_bytes,
+        "peak_bytes": max(peak.peak, input_bytes + output_bytes + param_bytes),
         "dtype": _dtype(inputs + state),
     }
 
