@@ -12,7 +12,7 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from catalogue.models import LLM, Submission
-from catalogue.names import name_skeleton, name_visible
+from catalogue.names import name_skeleton, name_skeletons, name_visible
 from tests.pipeline.fair_use import KERNEL, samples, token_client, upload
 from tests.pipeline.helpers import DEMO_SET, demo_kernel, kernel_name, make_zip
 
