@@ -194,10 +194,18 @@ def harness_arguments(evaluation: Evaluation) -> dict[str, Any]:
         "python": settings.EVALUATOR_PYTHON or None,
         "prestart": settings.EVALUATOR_PRESTART,
         "require_sandbox": settings.EVALUATOR_REQUIRE_SANDBOX,
-        # CPU runs are demos and tests: small trial counts. GPU runs use the full protocol.
+        # CPU runs are demos and tests: small trial counts. GPU runs use the full protocol. A re-run (an earlier
+        # evaluation of this kernel on this hardware exists: staff re-runs, the site's own) builds from source: the
+        # compile cache holds what the earlier run's kernel left there, not independent evidence.
         "options": {"quick": device == "cpu", "hardware": evaluation.hardware}
-        | ({} if device == "cpu" else {"gpu_lock_dir": str(settings.EVALUATOR_GPU_LOCK_DIR)}),
+        | ({} if device == "cpu" else {"gpu_lock_dir": str(settings.EVALUATOR_GPU_LOCK_DIR)})
+        | ({"build_from_source": True} if _is_rerun(evaluation) else {}),
     }
+
+
+def _is_rerun(evaluation: Evaluation) -> bool:
+    earlier = Evaluation.objects.filter(kernel_id=evaluation.kernel_id, hardware=evaluation.hardware)
+    return earlier.filter(pk__lt=evaluation.pk).exists()
 
 
 def timeout_record(*, seconds: int) -> dict[str, Any]:
