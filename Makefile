@@ -1,6 +1,10 @@
 # The habits: `make run` starts everything on a fresh machine, `make test` runs the whole suite.
 SHELL := /bin/bash
-PY ?= python3.11
+# The virtualenv's interpreter: a Python whose tarfile has the fix for CVE-2024-6232 (3.12.6+ or 3.11.10+) when one
+# is on PATH, else python3.11 (the bundle reader bounds that parse itself: leaderboard/bundles/tar_headers.py).
+PATCHED_PY := $(shell for p in python3.12 python3.11; do $$p -c 'import sys; v = sys.version_info[:3]; \
+	sys.exit(not ((3, 12, 6) <= v < (3, 13) or (3, 11, 10) <= v < (3, 12)))' 2>/dev/null && echo $$p && break; done)
+PY ?= $(or $(PATCHED_PY),python3.11)
 VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1

@@ -1,7 +1,11 @@
-"""A kernel source's fingerprint: the same code with other comments, docstrings or formatting has the same one.
+"""A kernel source's fingerprint: the same code with other comments, docstrings, formatting, local names, no-op
+statements or number spellings has the same one.
 
-Uploads are untrusted, so this reads Python with the standard tokenizer only (linear time and memory, no recursion;
-`ast.parse` can exhaust memory on a crafted file). What is dropped or normalised:
+A source that parses is fingerprinted by its normalised syntax tree (`catalogue.fingerprint_ast`, which says what
+it folds together and what it keeps). The parser refuses what is nested too deep for it (a crafted file raises,
+it does not exhaust memory: a dense 512 KiB file, KERNEL_MAX_BYTES, takes a few seconds and about 250 MB), and
+every walk after it is iterative. A source that does not parse (it could not be imported either) is fingerprinted by its
+token stream, with the standard tokenizer (linear time and memory, no recursion). What that drops or normalises:
 
 - comments and non-logical line breaks (blank lines, breaks inside brackets);
 - statements made of string literals alone (docstrings, and any other bare string: neither does anything);
@@ -21,7 +25,9 @@ import hashlib
 import io
 import tokenize
 
-FINGERPRINT_VERSION = "v1"
+from catalogue.fingerprint_ast import parse_normalised
+
+FINGERPRINT_VERSION = "v2"  # v1: the token stream only
 
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
 _OPEN, _CLOSE = "([{", ")]}"
@@ -85,7 +91,14 @@ def _drop_trailing_commas(tokens: list[tuple[int, str]]) -> list[tuple[int, str]
 
 
 def source_fingerprint(source: str) -> str:
-    """The SHA-256 of the source's normalised token stream (see the module docstring); never raises."""
+    """The SHA-256 of the source's normalised tree, else of its normalised token stream (see the module
+    docstring); never raises."""
+    try:
+        tree = parse_normalised(source)
+    except Exception:  # an upload never fails on its fingerprint: the token stream still makes one
+        tree = None
+    if tree is not None:
+        return hashlib.sha256(f"{FINGERPRINT_VERSION}\x00ast\x00{tree}".encode()).hexdigest()
     try:
         tokens = _drop_trailing_commas(_drop_bare_strings(_tokens(source)))
         text = "\x00".join(f"{kind}:{value}" for kind, value in tokens)

@@ -11,9 +11,11 @@ class LLM(models.Model):
     """A language model whose kernels are evaluated. (Never called "Model": that name belongs to KernelBench.)"""
 
     name = models.CharField(max_length=200, unique=True)
-    # The form look-alike names share (catalogue.names.name_skeleton: NFKC, case, confusables, invisible characters
-    # removed): a new name whose skeleton is taken is refused, naming the entry that has it.
+    # The forms look-alike names share (catalogue.names.name_skeletons: the UTS #39 skeleton of the name as written,
+    # in capitals and in small letters): a new name sharing one with an LLM is refused, naming that LLM.
     name_skeleton = models.CharField(max_length=200, blank=True, db_index=True)
+    name_skeleton_upper = models.CharField(max_length=200, blank=True, db_index=True)
+    name_skeleton_lower = models.CharField(max_length=200, blank=True, db_index=True)
     organisation = models.CharField(max_length=200, blank=True)
     notes = models.TextField(blank=True)
     # Who may upload under this LLM (selectors/llms.py: llm_can_upload): the owner, members of the owner group,

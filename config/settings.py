@@ -298,6 +298,9 @@ WEBHOOK_ALLOW_PRIVATE = envbool("WEBHOOK_ALLOW_PRIVATE", "False")
 BUNDLE_MAX_BYTES = envint("BUNDLE_MAX_BYTES", 20 * 1024 * 1024)
 BUNDLE_MAX_FILES = envint("BUNDLE_MAX_FILES", 2000)
 KERNEL_MAX_BYTES = envint("KERNEL_MAX_BYTES", 512 * 1024)
+# CPU seconds the web process may spend reading one archive (leaderboard/bundles/archives.py): a bound on crafted
+# archives whatever the interpreter's tarfile/zipfile (CVE-2024-6232 and the like).
+BUNDLE_PARSE_SECONDS = envint("BUNDLE_PARSE_SECONDS", 30)
 DATA_UPLOAD_MAX_MEMORY_SIZE = BUNDLE_MAX_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 # The problem set an upload (and a page) targets when it names none. Empty: the newest set with problems for the

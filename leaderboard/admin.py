@@ -27,13 +27,14 @@ class LLMAdmin(admin.ModelAdmin):
     list_filter = ["owner_group"]
     search_fields = ["name", "organisation", "owner__username"]
     raw_id_fields = ["owner"]
-    exclude = ["name_skeleton"]
+    exclude = ["name_skeleton", "name_skeleton_upper", "name_skeleton_lower"]
 
     def save_model(self, request, obj, form, change) -> None:
-        from catalogue.names import name_skeleton, name_visible
+        from catalogue.names import name_skeleton_fields, name_visible
 
         obj.name = name_visible(obj.name)
-        obj.name_skeleton = name_skeleton(obj.name)[:200]  # look-alike names are compared on it
+        for field, value in name_skeleton_fields(obj.name).items():  # look-alike names are compared on them
+            setattr(obj, field, value)
         super().save_model(request, obj, form, change)
 
 

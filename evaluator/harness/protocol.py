@@ -131,6 +131,10 @@ class Options:
     # all (least recently used entries go first: compile_cache.evict).
     compile_cache_entry_mb: int = 512
     compile_cache_max_mb: int = 16384
+    # Build the kernel from its source, neither reading nor filling the compile cache: a cached build is what an
+    # earlier evaluation of the same source left (and its kernel could add to), so re-runs and reproductions, which
+    # must be independent evidence, never use it. The record says "not used" (environment.compile_cache).
+    build_from_source: bool = False
     # A candidate call that runs past hang_factor x the reference's slowest step + hang_grace_s is a hang: the
     # evaluation ends as a timeout then (and frees the GPU), not after the whole harness timeout.
     hang_factor: float = 20.0

@@ -5,7 +5,9 @@ Three limits, each for an account (the uploader) and for an LLM (everyone upload
 
 - kernels per day: kernels uploaded in the window (counted at upload);
 - GPU-seconds per day: the harness seconds of evaluations finished in the window (`Evaluation.harness_seconds`,
-  charged from what the harness used: evaluator.services.evaluations);
+  charged from what the harness used: evaluator.services.evaluations), plus the bound (the harness timeout) of every
+  evaluation sent to a worker or running: it is charged what it may still take when it is sent, and the unused part
+  comes back when it finishes (evaluator.selectors.budget_admission, which also holds back what does not fit);
 - kernels queued at once: current evaluations queued or running.
 
 Defaults are the BUDGET_* settings; staff raise or cut them per account or per LLM with a ComputeBudget row (the
@@ -35,6 +37,13 @@ ACTIVE = (Evaluation.Status.QUEUED, Evaluation.Status.RUNNING)
 # Re-evaluations the site queues itself (evaluator.services.reruns, RERUN_GPU_SECONDS_PER_DAY) are not the
 # uploader's doing: they neither count against nor wait for the uploader's budget.
 UPLOADERS_OWN = Q(re_evaluation__isnull=True)
+# Sent to a worker (the broker holds its message) or running: the rows that hold their bound.
+HOLDING = Q(status=Evaluation.Status.RUNNING) | Q(status=Evaluation.Status.QUEUED, enqueued_at__isnull=False)
+
+
+def bound_seconds() -> float:
+    """What one evaluation may take at most: the harness timeout (the runner kills the harness after it)."""
+    return float(settings.EVALUATOR_HARNESS_TIMEOUT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +53,9 @@ class Limit:
     name: str  # kernels_per_day, gpu_seconds_per_day, queued_max
     label: str
     limit: int
-    used: float
+    used: float  # for GPU-seconds: what finished evaluations used plus what sent or running ones hold
     resets_at: datetime | None  # None: nothing counted, or the queue (frees as kernels finish)
+    reserved: float = 0.0  # GPU-seconds held by evaluations sent to a worker or running (their bound)
 
     @property
     def remaining(self) -> float:
@@ -58,6 +68,7 @@ class Limit:
             "limit": self.limit,
             "used": round(self.used, 1),
             "remaining": round(self.remaining, 1),
+            "reserved": round(self.reserved, 1),
             "resets_at": self.resets_at.isoformat() if self.resets_at else None,
         }
 
@@ -140,12 +151,21 @@ def _budget(*, subject: str, owner: Q, kernels: Q, override: ComputeBudget | Non
     gpu_reset = _frees_at(charged, gpu_excess + 1e-9) if gpu_excess >= 0 else None
 
     queued = Evaluation.objects.filter(owner, UPLOADERS_OWN, is_current=True, status__in=ACTIVE).count()
+    holding = Evaluation.objects.filter(owner, UPLOADERS_OWN, HOLDING, is_current=True).count()
+    reserved = {"gpu_seconds_per_day": holding * bound_seconds()}
     values = {"kernels_per_day": (len(uploads), kernel_reset), "gpu_seconds_per_day": (seconds, gpu_reset)}
     values["queued_max"] = (queued, None)
     return Budget(
         subject=subject,
         limits=tuple(
-            Limit(name=name, label=label, limit=limits[name], used=values[name][0], resets_at=values[name][1])
+            Limit(
+                name=name,
+                label=label,
+                limit=limits[name],
+                used=values[name][0] + reserved.get(name, 0.0),
+                resets_at=values[name][1],
+                reserved=reserved.get(name, 0.0),
+            )
             for name, label, _ in LIMITS
         ),
     )
@@ -207,11 +227,11 @@ def _refusal(budget: Budget, kernels: int) -> BudgetRefusal | None:
             per_day.resets_at,
         )
     gpu = budget.limit("gpu_seconds_per_day")
-    if gpu.used >= gpu.limit:
+    if gpu.used - gpu.reserved >= gpu.limit:  # spent by finished evaluations (what is held only delays the rest)
         return BudgetRefusal(
-            f"GPU-time limit of {budget.subject}: {gpu.limit} {gpu.label}, {gpu.used:.0f} used by evaluations "
-            f"finished in the last 24 hours. It resets (enough of it leaves the window) at {_when(gpu.resets_at)}. "
-            "Nothing was queued.",
+            f"GPU-time limit of {budget.subject}: {gpu.limit} {gpu.label}, {gpu.used - gpu.reserved:.0f} used by "
+            f"evaluations finished in the last 24 hours. It resets (enough of it leaves the window) at "
+            f"{_when(gpu.resets_at)}. Nothing was queued.",
             gpu.name,
             budget.subject,
             gpu.resets_at,
@@ -259,7 +279,7 @@ def budget_spent(*, evaluation: Evaluation) -> str | None:
             continue
         budget = budget_for_user(user=uploader) if kind == "user" else budget_for_llm(llm=kernel.llm)
         gpu = budget.limit("gpu_seconds_per_day")
-        if gpu.used >= gpu.limit:
+        if gpu.used - gpu.reserved >= gpu.limit:  # finished use alone: this evaluation's own bound is held too
             return (
                 f"not run: the GPU-time limit of {budget.subject} ({gpu.limit} {gpu.label}) was used up by its "
                 f"other evaluations; it resets at {_when(gpu.resets_at)}, then staff can re-run this kernel"

@@ -27,8 +27,10 @@ from evaluator.harness.record import Record
 from evaluator.host import with_driver
 from evaluator.models import Baseline, DistributionResult, Evaluation, ReEvaluation
 from evaluator.records import ERROR_MAX_CHARS, distribution_rows, evaluation_columns
+from evaluator.selectors.budget_admission import budget_held
 from evaluator.selectors.seeds import published_commitment
 from evaluator.services.baselines import baseline_add_sample, baseline_fields
+from evaluator.services.budget_holds import evaluations_admit
 from evaluator.services.degenerate import problem_degenerate_check
 from evaluator.services.seeds import seeds_commit, seeds_publish, seeds_refusal, seeds_take, seeds_used
 from evaluator.services.webhooks import submission_finished_notify
@@ -103,23 +105,40 @@ def evaluations_enqueue(*, evaluations: Iterable[Evaluation]) -> EnqueueOutcome:
     Enqueueing after commit means a worker never receives an id it cannot see yet, and a rolled-back upload never
     sends anything. The rows are the outbox: each message that reaches the broker stamps `enqueued_at`; when the
     broker is unreachable the rows stay QUEUED with `enqueued_at` None and the reaper sends them later, so the
-    upload itself never fails because of the broker. The returned outcome lists the ids not sent (after commit).
-    Each evaluation's master seed is drawn and its digest published here, before any worker can claim it.
+    upload itself never fails because of the broker. Only the rows their budgets can hold are sent
+    (`evaluations_admit`); the others stay QUEUED and unsent (`held`) until a finish or the reaper sends them. The
+    returned outcome lists the ids not sent (after commit), and among them those held by a budget. Each
+    evaluation's master seed is drawn and its digest published here, before any worker can claim it.
     """
     evaluations = list(evaluations)
     seeds_publish(evaluation_ids=[ev.pk for ev in evaluations])
     reruns = rerun_ids(ev.pk for ev in evaluations)
     jobs = [(ev.pk, ev.task_id, evaluation_queue(ev, rerun=ev.pk in reruns)) for ev in evaluations]
     outcome = EnqueueOutcome()
-    transaction.on_commit(lambda: outcome.unsent.extend(_send(jobs)))
+
+    def send() -> None:
+        admitted = evaluations_admit(evaluation_ids=[pk for pk, _, _ in jobs])
+        outcome.held.extend(pk for pk, _, _ in jobs if pk not in admitted)
+        outcome.unsent.extend([*outcome.held, *_send([job for job in jobs if job[0] in admitted])])
+
+    transaction.on_commit(send)
     return outcome
+
+
+def evaluations_release(*, kernel_id: int) -> EnqueueOutcome:
+    """Send what the budgets of this kernel's uploader and LLM can hold now: called when one of its evaluations
+    finishes, which returns the unused part of its bound (the reaper does the same as the window moves)."""
+    held = Evaluation.objects.filter(pk__in=budget_held(kernel_id=kernel_id)).order_by("pk")
+    return evaluations_enqueue(evaluations=list(held))
 
 
 @dataclass(slots=True)
 class EnqueueOutcome:
-    """Filled when the enqueueing transaction commits: the evaluation ids whose message did not reach the broker."""
+    """Filled when the enqueueing transaction commits: the evaluation ids whose message did not reach the broker,
+    and those of them held back by a compute budget (never sent)."""
 
     unsent: list[int] = field(default_factory=list)
+    held: list[int] = field(default_factory=list)
 
 
 def _send(jobs: list[tuple[int, str, str]]) -> list[int]:
@@ -143,6 +162,8 @@ def _send(jobs: list[tuple[int, str, str]]) -> list[int]:
             sent.append(pk)
     if sent:
         Evaluation.objects.filter(pk__in=sent, status=Evaluation.Status.QUEUED).update(enqueued_at=timezone.now())
+    if unsent:  # admitted but not sent: they hold no bound until the reaper sends them
+        Evaluation.objects.filter(pk__in=unsent, status=Evaluation.Status.QUEUED).update(enqueued_at=None)
     return unsent
 
 
@@ -208,11 +229,19 @@ def harness_arguments(evaluation: Evaluation) -> dict[str, Any]:
         "python": settings.EVALUATOR_PYTHON or None,
         "prestart": settings.EVALUATOR_PRESTART,
         "require_sandbox": settings.EVALUATOR_REQUIRE_SANDBOX,
-        # CPU runs are demos and tests: small trial counts. GPU runs use the full protocol.
+        # CPU runs are demos and tests: small trial counts. GPU runs use the full protocol. A re-run (an earlier
+        # evaluation of this kernel on this hardware exists: staff re-runs, the site's own) builds from source: the
+        # compile cache holds what the earlier run's kernel left there, not independent evidence.
         "options": {"quick": device == "cpu", "hardware": evaluation.hardware}
         | ({} if device == "cpu" else {"gpu_lock_dir": str(settings.EVALUATOR_GPU_LOCK_DIR)})
+        | ({"build_from_source": True} if _is_rerun(evaluation) else {})
         | seeds,
     }
+
+
+def _is_rerun(evaluation: Evaluation) -> bool:
+    earlier = Evaluation.objects.filter(kernel_id=evaluation.kernel_id, hardware=evaluation.hardware)
+    return earlier.filter(pk__lt=evaluation.pk).exists()
 
 
 def timeout_record(*, seconds: int) -> dict[str, Any]:
@@ -283,6 +312,7 @@ def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool
         problem_degenerate_check(problem_id=evaluation.kernel.problem_id)
     sol = result.speed_of_light.to_dict() if result.speed_of_light is not None else None
     problem_work_from_record(problem_id=evaluation.kernel.problem_id, speed_of_light=sol)
+    evaluations_release(kernel_id=evaluation.kernel_id)  # its unused bound is back: held kernels may go
     return True
 
 

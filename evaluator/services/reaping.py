@@ -57,7 +57,8 @@ def evaluations_reap(
       lost), or that started longer ago than the hard time limit + 60 s (`stale_after`), are requeued, or FAILED
       once they have used EVALUATOR_MAX_ATTEMPTS;
     - QUEUED rows whose message never reached the broker (`enqueued_at` None for EVALUATOR_ENQUEUE_STALE: the
-      broker was down at upload) are sent, with their kernel's static audit; QUEUED rows sent longer ago than
+      broker was down at upload) are sent, with their kernel's static audit, and so are rows a compute budget
+      held back once it can hold them (evaluator.selectors.budget_admission); QUEUED rows sent longer ago than
       EVALUATOR_QUEUED_STALE are sent again (a broker that lost its messages). A duplicate message is harmless:
       the claim is a compare-and-set, so an evaluation still runs and is counted once;
     - the broker's own queue lengths are read, and QUEUED rows sent more than EVALUATOR_LOST_QUEUE_AFTER ago that
@@ -198,6 +199,12 @@ def _resend_queued(*, now: Any, enqueue_stale: timedelta, queued_stale: timedelt
         return []
     with transaction.atomic():
         outcome = evaluations_enqueue(evaluations=rows)
-        # Its upload's static audit was most likely lost with it (both are sent after the same commit).
-        kernels_audit_enqueue(kernel_ids=sorted({ev.kernel_id for ev in rows if ev.enqueued_at is None}))
+        # Its upload's static audit was most likely lost with it (both are sent after the same commit); a row a
+        # budget still holds back is not sent now, and its audit went with its upload.
+        never_sent = [ev for ev in rows if ev.enqueued_at is None]
+        transaction.on_commit(  # after evaluations_enqueue's own: `outcome.held` is known then
+            lambda: kernels_audit_enqueue(
+                kernel_ids=sorted({ev.kernel_id for ev in never_sent if ev.pk not in outcome.held})
+            )
+        )
     return [ev.pk for ev in rows if ev.pk not in outcome.unsent]

@@ -82,7 +82,8 @@ def reproduction_arguments(
     record = evaluation.result or {}
     recorded = (record.get("environment") or {}).get("options") or {}
     options = {k: recorded[k] for k in REPEATED_OPTIONS if k in recorded}
-    options |= {"hardware": evaluation.hardware, "seeds": seeds.check(master)}
+    # Built from source: a cached build is what the evaluation being checked left, not independent evidence.
+    options |= {"hardware": evaluation.hardware, "seeds": seeds.check(master), "build_from_source": True}
     return {
         "problem_source": evaluation.kernel.problem.source,
         "kernel_source": evaluation.kernel.source,

@@ -178,8 +178,12 @@ class BudgetLimitSerializer(serializers.Serializer):
     name = serializers.CharField()
     label = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.label (moved out by DRF)
     limit = serializers.IntegerField()
-    used = serializers.FloatField()
+    used = serializers.FloatField(help_text="For GPU-seconds: finished evaluations' use plus `reserved`.")
     remaining = serializers.FloatField()
+    reserved = serializers.FloatField(
+        help_text="GPU-seconds held by kernels sent to a worker or running (the harness timeout each, until they "
+        "finish); 0 for the other limits."
+    )
     resets_at = serializers.DateTimeField(allow_null=True)
 
 

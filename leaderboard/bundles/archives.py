@@ -2,7 +2,9 @@
 
 Rejected whole: absolute paths, `..` components, symlinks, hard links, device/FIFO members, more members than
 BUNDLE_MAX_FILES, or more uncompressed bytes than the bundle may expand to (zip/gzip bombs). Sizes are enforced
-while decompressing, never trusted from headers.
+while decompressing, never trusted from headers. Tar headers are read by `tar_headers.BoundedTarInfo` (a linear pax
+parser and capped header sizes: CVE-2024-6232 on interpreters before 3.11.10/3.12.6), tar archives in stream mode
+(never seeking back), and every archive's reading stops once it has used BUNDLE_PARSE_SECONDS of CPU time.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ import posixpath
 import re
 import stat
 import tarfile
+import time
 import zipfile
 import zlib
 from typing import IO, Any
 
 from leaderboard.bundles.collector import KERNEL_NAME_RE, Collector
 from leaderboard.bundles.limits import Limits
+from leaderboard.bundles.tar_headers import BoundedTarInfo
 from leaderboard.bundles.types import BundleError
 from leaderboard.untrusted import json_loads, storable_json
 
@@ -38,11 +42,21 @@ def check_member_name(name: str) -> None:
 
 
 class _Budget:
-    """Uncompressed bytes the whole archive may still yield."""
+    """Uncompressed bytes the whole archive may still yield, and the CPU seconds its reading may still take."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, seconds: float = float("inf")) -> None:
         self.left = limit
         self.limit = limit
+        self.seconds = seconds
+        self.started = time.process_time()
+
+    def check_time(self) -> None:
+        """Refuse the archive once reading it has taken `seconds` of this process's CPU time (checked per member:
+        each member's own cost is bounded by the size caps)."""
+        if time.process_time() - self.started > self.seconds:
+            raise BundleError(
+                f"Reading the archive took more than {self.seconds:g} s of CPU (BUNDLE_PARSE_SECONDS); refusing it."
+            )
 
     def spend(self, n: int) -> None:
         self.left -= n
@@ -119,8 +133,9 @@ def read_zip(data: bytes, collector: Collector, limits: Limits) -> None:
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError) as exc:
         raise BundleError(f"Not a readable zip archive ({exc}).") from exc
     collector.count_file(len(infos))
-    budget = _Budget(limits.max_uncompressed_bytes)
+    budget = _Budget(limits.max_uncompressed_bytes, limits.parse_seconds)
     for info in infos:
+        budget.check_time()
         check_member_name(info.filename)
         mode = info.external_attr >> 16
         if stat.S_ISLNK(mode):
@@ -176,12 +191,13 @@ class _LimitedReader(io.RawIOBase):
 
 def read_tar(data: bytes, collector: Collector, limits: Limits, *, compressed: bool) -> None:
     """Walk a tar or tar.gz archive in stream mode, so decompression is bounded by the budget as it happens."""
-    budget = _Budget(limits.max_uncompressed_bytes)
+    budget = _Budget(limits.max_uncompressed_bytes, limits.parse_seconds)
     inner: IO[bytes] = gzip.GzipFile(fileobj=io.BytesIO(data)) if compressed else io.BytesIO(data)  # type: ignore[assignment]
     count = 0
     try:
-        with tarfile.open(fileobj=_LimitedReader(inner, budget), mode="r|") as archive:
+        with tarfile.open(fileobj=_LimitedReader(inner, budget), mode="r|", tarinfo=BoundedTarInfo) as archive:
             for member in archive:
+                budget.check_time()
                 count += 1
                 collector.count_file(count)
                 check_member_name(member.name)

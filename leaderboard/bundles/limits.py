@@ -23,6 +23,7 @@ class Limits:
     max_files: int  # archive members, JSON kernels or JSONL lines
     kernel_max_bytes: int  # one kernel source, uncompressed
     max_uncompressed_bytes: int  # everything read out of an archive, together (zip-bomb guard)
+    parse_seconds: float = 30.0  # CPU seconds reading one archive may take (leaderboard.bundles.archives)
 
     @classmethod
     def from_settings(cls) -> Limits:
@@ -33,6 +34,7 @@ class Limits:
             kernel_max_bytes=settings.KERNEL_MAX_BYTES,
             # Python source compresses about 4-6x; anything far beyond that is a bomb, not a bundle.
             max_uncompressed_bytes=getattr(settings, "BUNDLE_MAX_UNCOMPRESSED_BYTES", 8 * max_bytes),
+            parse_seconds=float(settings.BUNDLE_PARSE_SECONDS),
         )
 
 

@@ -6,7 +6,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Q, QuerySet
 
 from catalogue.models import LLM
-from catalogue.names import name_skeleton
+from catalogue.names import name_skeletons
 
 
 def llm_can_upload(*, llm: LLM, user: User | AnonymousUser) -> bool:
@@ -34,9 +34,11 @@ def llm_list_uploadable(*, user: User | AnonymousUser) -> QuerySet[LLM]:
 
 
 def llm_find(*, name: str) -> LLM | None:
-    """The LLM called `name` (any case), else the one whose name looks like it (the same skeleton:
-    catalogue.names.name_skeleton), else None."""
+    """The LLM called `name` (any case), else the first one whose name looks like it (a shared skeleton:
+    catalogue.names.name_skeletons), else None."""
     exact = LLM.objects.filter(name__iexact=name).first()
     if exact is not None:
         return exact
-    return LLM.objects.filter(name_skeleton=name_skeleton(name)[:200]).order_by("pk").first()
+    keys = {key[:200] for key in name_skeletons(name)}
+    shared = Q(name_skeleton__in=keys) | Q(name_skeleton_upper__in=keys) | Q(name_skeleton_lower__in=keys)
+    return LLM.objects.filter(shared).order_by("pk").first()

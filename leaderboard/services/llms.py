@@ -6,7 +6,7 @@ from django.contrib.auth.models import Group, User
 from django.db import IntegrityError, transaction
 
 from catalogue.models import LLM
-from catalogue.names import name_skeleton, name_visible
+from catalogue.names import name_skeleton, name_skeleton_fields, name_visible
 from leaderboard.selectors.llms import llm_find
 
 LLM_NAME_MAX = int(LLM._meta.get_field("name").max_length or 0)  # a CharField's: always set
@@ -21,11 +21,13 @@ class LLMLookAlikeError(LLMOwnershipError):
 
 
 def llm_normalise_name(name: str) -> str:
-    """The stored form of an LLM name (invisible and bidi characters removed, whitespace collapsed); raises
-    ValueError when empty or too long."""
+    """The stored form of an LLM name (characters that render as nothing removed, whitespace collapsed:
+    catalogue.names); raises ValueError when empty, made of marks alone or too long."""
     name = name_visible(name)
     if not name:
         raise ValueError("The LLM needs a name.")
+    if not name_skeleton(name):  # combining marks alone: nothing a reader could tell apart from another such name
+        raise ValueError("The LLM name has no visible letter, digit or sign.")
     if len(name) > LLM_NAME_MAX:
         raise ValueError(f"The LLM name is longer than {LLM_NAME_MAX} characters.")
     return name
@@ -36,8 +38,8 @@ def llm_get_or_create(*, name: str, organisation: str = "", notes: str = "", own
 
     Organisation and notes only fill blanks on an existing row, so an upload never overwrites what an admin set.
     Callers that act for a user check llm_can_upload first (and again on the returned row): this does not.
-    A name that only looks like an existing LLM's (Cyrillic letters, dash variants: the same skeleton, another
-    spelling) raises LLMLookAlikeError naming that LLM.
+    A name that only looks like an existing LLM's (Cyrillic letters, dash variants, marks: a shared skeleton,
+    another spelling) raises LLMLookAlikeError naming that LLM.
     """
     name = llm_normalise_name(name)
     organisation = organisation.strip()[:200]
@@ -47,7 +49,7 @@ def llm_get_or_create(*, name: str, organisation: str = "", notes: str = "", own
             with transaction.atomic():  # savepoint: two uploads may create the same new LLM at once
                 return LLM.objects.create(
                     name=name,
-                    name_skeleton=name_skeleton(name)[:200],
+                    **name_skeleton_fields(name),
                     organisation=organisation,
                     notes=notes,
                     owner=owner,
@@ -81,6 +83,6 @@ def llm_look_alike_message(*, name: str, llm: LLM) -> str:
     owned = f", owned by {owner}" if owner else ""
     return (
         f"The LLM name {name!r} looks like the existing LLM {llm.name!r} (#{llm.pk}{owned}): names are compared "
-        "without case, invisible characters, dash variants and look-alike letters. Use that exact name if it is "
+        "without case, invisible characters, marks, dash variants and look-alike letters. Use that exact name if it is "
         "yours, or pick a clearly different one."
     )

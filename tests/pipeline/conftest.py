@@ -124,3 +124,9 @@ def stand_in(runner_module: types.ModuleType, monkeypatch: pytest.MonkeyPatch) -
     harness = StandInHarness()
     monkeypatch.setattr(runner_module, "run_evaluation", harness)
     return harness
+
+
+@pytest.fixture
+def bob(django_user_model: Any) -> Any:
+    """A second account, for what one account may do to another's LLMs and budget."""
+    return django_user_model.objects.create_user(username="bob", password="pw-bob-123")

@@ -1,5 +1,7 @@
-"""Fair use of the workers: compute budgets per account and per LLM, source fingerprints (trivial variants are one
-kernel), look-alike LLM names, sign-up and login throttles. Each attack of the fair-use review is a test here."""
+"""Fair use of the workers: compute budgets per account and per LLM, sign-up and login throttles. Each attack of the
+fair-use review is a test here or in its siblings (test_fair_use_names.py: look-alike LLM names;
+test_fair_use_fingerprints.py: trivial variants are one kernel; test_fair_use_harness.py: budgets charged from
+real harness runs)."""
 
 from __future__ import annotations
 
@@ -11,53 +13,13 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from catalogue.fingerprints import source_fingerprint
 from catalogue.models import LLM, Kernel, Submission
-from catalogue.names import name_skeleton
 from evaluator.models import ComputeBudget, Evaluation
 from evaluator.selectors.budget import budget_for_user
-from leaderboard.selectors.ranking_compute import compute_leaderboard
-from leaderboard.services.tokens import api_token_create
-from tests.pipeline.helpers import DEMO_SET, demo_kernel, kernel_name, make_zip
+from tests.pipeline.fair_use import finish, samples, token_client, upload
+from tests.pipeline.helpers import DEMO_SET
 
 pytestmark = pytest.mark.django_db
-
-KERNEL = demo_kernel(1, 1, 0)
-
-
-def upload(client: APIClient, data: bytes, llm: str = "model-a", **fields):
-    payload = {"bundle": SimpleUploadedFile("run.zip", data), "llm": llm, "problem_set": DEMO_SET, **fields}
-    return client.post("/api/submissions/", payload, format="multipart")
-
-
-def samples(count: int, source: str = KERNEL, *, start: int = 0) -> bytes:
-    """`count` kernels for demo problem L1/1, samples start.., each a distinct comment variant of `source`."""
-    return make_zip({kernel_name(1, 1, s): f"{source}\n# variant {s}\n" for s in range(start, start + count)})
-
-
-def token_client(user) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)}")
-    return client
-
-
-@pytest.fixture
-def bob(django_user_model):
-    return django_user_model.objects.create_user(username="bob", password="pw-bob-123")
-
-
-def finish(evaluation: Evaluation, *, speedup: float, seconds: float = 10.0, when=None) -> None:
-    """Mark an evaluation finished and correct (what evaluation_finish stores), charged `seconds`."""
-    Evaluation.objects.filter(pk=evaluation.pk).update(
-        status=Evaluation.Status.DONE,
-        result_status="ok",
-        correct=True,
-        standard_correct=True,
-        speedup=speedup,
-        speedup_fp32=speedup,
-        finished_at=when or timezone.now(),
-        harness_seconds=seconds,
-    )
 
 
 # --- Compute budget ----------------------------------------------------------------------------------------------
@@ -209,128 +171,6 @@ def test_staff_and_project_uploads_have_no_budget(demo_problems, client, setting
     client.force_login(staff)
     assert "Staff accounts have no compute budget" in client.get("/account/").content.decode()
     assert client.get("/api/budget/").json()["account"] == {"subject": "account 'root'", "exempt": True, "limits": []}
-
-
-# --- Fingerprints: trivial variants are one kernel ---------------------------------------------------------------
-
-VARIANT = '''import torch
-import torch.nn as nn
-
-
-class ModelNew(nn.Module):
-    """A docstring the original does not have."""
-
-    def __init__( self ):
-        super( ).__init__( )
-
-    def forward(self, x ,):
-        # a comment
-        return x.clamp_min( 0 )
-'''
-
-
-def test_fingerprints_ignore_comments_docstrings_and_formatting():
-    from tests.factories import KERNEL_SOURCE
-
-    assert source_fingerprint(VARIANT) == source_fingerprint(KERNEL_SOURCE)
-    assert source_fingerprint(KERNEL_SOURCE.replace("clamp_min(0)", "clamp_min(1)")) != source_fingerprint(
-        KERNEL_SOURCE
-    )
-    assert source_fingerprint("t = (a,)") != source_fingerprint("t = (a)")  # a tuple is not a parenthesis
-    assert source_fingerprint("x = 'a'") == source_fingerprint('x = "a"')
-    assert source_fingerprint("y = " + "-" * 100_000)  # what exhausts ast.parse: the tokenizer is linear
-    assert source_fingerprint("def f(:\n  x") != source_fingerprint("def f(:\n  y")  # broken files still differ
-
-
-def test_a_comment_variant_of_an_uploaded_bundle_is_the_same_upload(demo_problems, api, sent):
-    first = upload(api, make_zip({kernel_name(1, 1, 0): KERNEL}))
-    again = upload(api, make_zip({kernel_name(1, 1, 0): "# reformatted\n" + KERNEL + "\n\n# end\n"}))
-    assert first.status_code == 202 and again.status_code == 200
-    assert again.json()["duplicate"] is True and again.json()["id"] == first.json()["id"]
-
-
-def test_best_of_n_by_comment_variants_ranks_the_median_not_the_best(demo_problems, api, sent):
-    # Three copies of one kernel differing only in a comment, measured 2.90x, 0.62x and 3.66x.
-    for n, speedup in enumerate((2.90, 0.62, 3.66)):
-        response = upload(api, make_zip({kernel_name(1, 1, n): f"{KERNEL}\n# copy {n}\n"}))
-        assert response.status_code == 202
-        finish(Evaluation.objects.get(kernel__submission_id=response.json()["id"]), speedup=speedup)
-    assert len(set(Kernel.objects.values_list("sha256", flat=True))) == 3
-    assert len(set(Kernel.objects.values_list("fingerprint", flat=True))) == 1
-    board = compute_leaderboard(hardware="cpu", problem_set=DEMO_SET)
-    llm = LLM.objects.get(name="model-a")
-    problem = Kernel.objects.first().problem_id
-    cell = board.cells[problem][llm.pk]
-    assert cell.speedup == pytest.approx(2.90) and cell.runs == 3  # one kernel, its median
-    (row,) = [r for r in board.rows[None] if r.llm_id == llm.pk]
-    assert row.speedup == pytest.approx(2.90) and row.correct == 1
-
-
-def test_the_inspector_shows_which_uploads_were_folded_together(demo_problems, api, client, sent):
-    ids = [upload(api, make_zip({kernel_name(1, 1, n): f"{KERNEL}\n# copy {n}\n"})).json()["id"] for n in range(3)]
-    other = upload(api, make_zip({kernel_name(1, 1, 3): demo_kernel(1, 1, 1)})).json()["id"]
-    kernels = [Kernel.objects.get(submission_id=pk) for pk in ids]
-    finish(Evaluation.objects.get(kernel=kernels[1]), speedup=0.62)
-    page = client.get(f"/kernels/{kernels[0].pk}/").content.decode()
-    assert "Folded with 2 other uploads of the same code" in page
-    assert f"kernel #{kernels[1].pk}</a> (submission #{ids[1]}, sample 1, 0.62" in page
-    assert f"/kernels/{kernels[2].pk}/" in page
-    different = Kernel.objects.get(submission_id=other)
-    assert "Folded with" not in client.get(f"/kernels/{different.pk}/").content.decode()
-
-
-# --- Look-alike LLM names ----------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "alice\u200b-model",
-        "\u0430lice-model",
-        "alice\u2010model",
-        "ALICE-MODEL",
-        "\u202ealice-model",
-        "alice\u2013model",
-    ],
-    ids=["zero-width-space", "cyrillic-a", "u2010-hyphen", "case", "bidi-override", "en-dash"],
-)
-def test_a_look_alike_of_another_owners_llm_is_refused_naming_it(demo_problems, api, bob, name, sent):
-    assert upload(api, make_zip({kernel_name(1, 1, 0): KERNEL}), llm="alice-model").status_code == 202
-    owned = LLM.objects.get(name="alice-model")
-    response = upload(token_client(bob), make_zip({kernel_name(1, 2, 0): demo_kernel(1, 2, 0)}), llm=name)
-    assert response.status_code == 403, response.content
-    assert "'alice-model'" in response.json()["detail"] and "alice" in response.json()["detail"]
-    assert LLM.objects.count() == 1 and LLM.objects.get().pk == owned.pk
-    assert Submission.objects.filter(uploader=bob).count() == 0
-
-
-def test_the_web_form_refuses_a_look_alike_name(demo_problems, api, client, bob, sent):
-    assert upload(api, make_zip({kernel_name(1, 1, 0): KERNEL}), llm="alice-model").status_code == 202
-    client.force_login(bob)
-    payload = {"bundle": SimpleUploadedFile("r.zip", samples(1)), "problem_set": DEMO_SET, "hardware": "cpu"}
-    response = client.post("/submit/", {**payload, "new_llm": "\u0430lice-model"})
-    assert response.status_code == 403 and "looks like the existing LLM" in response.content.decode()
-    assert LLM.objects.count() == 1
-
-
-def test_the_owner_may_not_make_a_look_alike_of_their_own_llm_either(demo_problems, api, sent):
-    assert upload(api, samples(1), llm="alice-model").status_code == 202
-    response = upload(api, samples(1, start=1), llm="alice\u2010model")
-    assert response.status_code == 403 and "Use that exact name" in response.json()["detail"]
-    assert upload(api, samples(1, start=1), llm="Alice-Model").status_code == 202  # the same name, any case
-
-
-def test_invisible_characters_never_reach_a_stored_name(demo_problems, api, sent):
-    assert upload(api, samples(1), llm="new\u200b-mo\u2066del").status_code == 202
-    llm = LLM.objects.get()
-    assert llm.name == "new-model" and llm.name_skeleton == name_skeleton("new-model")
-
-
-def test_skeletons_fold_case_width_confusables_and_dashes():
-    assert {name_skeleton(n) for n in ("alice-model", "ＡＬＩＣＥ－model", "\u0391lice\u2011m\u03bfdel")} == {
-        "alice-model"
-    }
-    assert name_skeleton("alice-model-2") != name_skeleton("alice-model")
 
 
 # --- Sign-up and login throttles ---------------------------------------------------------------------------------

@@ -88,7 +88,9 @@ def import_kernel(ctx: Context) -> Build:
     sandboxed = ctx.workers.sandbox == "namespaces"
     ext_dir = Path(BUILD_DIR) if sandboxed else f.build
     cache_state = "disabled"
-    if ctx.spec.compile_cache_dir and not sandboxed:
+    if ctx.opts.build_from_source:
+        cache_state = "not used (build_from_source: a re-run or reproduction builds from the kernel's source)"
+    elif ctx.spec.compile_cache_dir and not sandboxed:
         # without a mount namespace the build folder's path differs per evaluation, so a copied build would not
         # be up to date for ninja; and the cache must never be a folder the kernel can write
         cache_state = f"off ({ctx.workers.sandbox} sandbox: builds are cached only under the namespaces sandbox)"
