@@ -25,13 +25,14 @@ from evaluator import enqueue
 from evaluator.hardware import device_for
 from evaluator.harness.record import Record
 from evaluator.host import with_driver
-from evaluator.models import Baseline, DistributionResult, Evaluation, ReEvaluation
+from evaluator.models import Baseline, DistributionResult, Evaluation
 from evaluator.records import ERROR_MAX_CHARS, distribution_rows, evaluation_columns
 from evaluator.selectors.budget_admission import budget_held
 from evaluator.selectors.seeds import published_commitment
 from evaluator.services.baselines import baseline_add_sample, baseline_fields
 from evaluator.services.budget_holds import evaluations_admit
 from evaluator.services.degenerate import problem_degenerate_check
+from evaluator.services.queues import evaluation_queue, rerun_ids, time_limits
 from evaluator.services.seeds import seeds_commit, seeds_publish, seeds_refusal, seeds_take, seeds_used
 from evaluator.services.webhooks import submission_finished_notify
 from evaluator.services.work import problem_work_from_record
@@ -41,62 +42,6 @@ log = logging.getLogger(__name__)
 
 HARDWARE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,49}$")
 RESULT_STATUSES = set(Evaluation.ResultStatus.values)
-
-
-# --- Queues and limits ------------------------------------------------------------------------------------------
-
-
-def queue_for(hardware: str) -> str:
-    """Each hardware label has its own queue, so a GPU worker only takes work meant for its GPU."""
-    return f"eval-{hardware}"
-
-
-def rerun_queue_for(hardware: str) -> str:
-    """The queue of a hardware kind's re-evaluations (evaluator.services.reruns): its workers consume it beside
-    eval-<hardware>, and a re-evaluation yields to waiting uploads (rerun_should_wait)."""
-    return f"{queue_for(hardware)}-rerun"
-
-
-def queues_for(hardware: str) -> list[str]:
-    """Every queue a worker of `hardware` consumes, uploads first."""
-    return [queue_for(hardware), rerun_queue_for(hardware)]
-
-
-def rerun_ids(evaluation_ids: Iterable[int]) -> set[int]:
-    """Which of these evaluations the site queued itself for a new stack (a ReEvaluation): they live on the re-run
-    queue, whoever sends them (the queueing, a retry, the reaper)."""
-    return set(
-        ReEvaluation.objects.filter(evaluation_id__in=list(evaluation_ids)).values_list("evaluation_id", flat=True)
-    )
-
-
-def evaluation_queue(evaluation: Evaluation, *, rerun: bool | None = None) -> str:
-    """The queue `evaluation` belongs on: its hardware's re-run queue for a re-evaluation, else its uploads queue."""
-    if rerun is None:
-        rerun = bool(rerun_ids([evaluation.pk]))
-    return rerun_queue_for(evaluation.hardware) if rerun else queue_for(evaluation.hardware)
-
-
-@dataclass(frozen=True, slots=True)
-class TimeLimits:
-    """Nested limits: the harness kills its own subprocess first, Celery's soft limit next, the hard limit last."""
-
-    harness: float
-    soft: int
-    hard: int
-
-
-def time_limits() -> TimeLimits:
-    harness = float(settings.EVALUATOR_HARNESS_TIMEOUT)
-    soft = int(harness) + int(getattr(settings, "EVALUATOR_SOFT_LIMIT_MARGIN", 60))
-    hard = soft + int(getattr(settings, "EVALUATOR_HARD_LIMIT_MARGIN", 30))
-    return TimeLimits(harness=harness, soft=soft, hard=hard)
-
-
-def retry_countdown(attempts: int) -> int:
-    """Exponential backoff for infrastructure faults: base, 2*base, 4*base... capped at ten minutes."""
-    base = int(getattr(settings, "EVALUATOR_RETRY_BACKOFF", 10))
-    return min(600, base * 2 ** max(0, attempts - 1))
 
 
 def evaluations_enqueue(*, evaluations: Iterable[Evaluation]) -> EnqueueOutcome:

@@ -20,7 +20,8 @@ from django.utils import timezone
 from evaluator import enqueue
 from evaluator.models import Evaluation, ProfileRequest
 from evaluator.selectors.profiles import profile_tool_unavailable
-from evaluator.services.evaluations import harness_arguments, queue_for
+from evaluator.services.evaluations import harness_arguments
+from evaluator.services.queues import queue_for
 
 log = logging.getLogger(__name__)
 ARTEFACTS = ("candidate-trace.json", "baseline-trace.json")

@@ -16,14 +16,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from evaluator.models import Evaluation
-from evaluator.services.evaluations import (
-    evaluation_fail,
-    evaluations_enqueue,
-    kernels_audit_enqueue,
-    queue_for,
-    rerun_queue_for,
-    time_limits,
-)
+from evaluator.services.evaluations import evaluation_fail, evaluations_enqueue, kernels_audit_enqueue
+from evaluator.services.queues import queue_for, rerun_queue_for, time_limits
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +154,7 @@ def _resend_lost(*, now: Any, after: timedelta, skip: set[int]) -> tuple[dict[st
         (pk, rerun_queue_for(hw) if rerun else queue_for(hw), sent, attempts)
         for pk, hw, sent, attempts, rerun in rows_waiting
     ]
-    retry_grace = timedelta(seconds=600)  # evaluations.retry_countdown's cap
+    retry_grace = timedelta(seconds=600)  # queues.retry_countdown's cap
     old = [row for row in waiting if row[2] < now - after - (retry_grace if row[3] else timedelta(0))]
     if not old:
         return "", []

@@ -22,7 +22,8 @@ from evaluator.harness.orchestrator import reproduce
 from evaluator.host import with_driver
 from evaluator.models import Evaluation, SeedCommitment
 from evaluator.selectors.seeds import master_seed
-from evaluator.services.evaluations import device_for, time_limits
+from evaluator.services.evaluations import device_for
+from evaluator.services.queues import time_limits
 
 # The recorded options a reproduction must repeat (environment.options of the record); timing knobs are the
 # harness defaults of the recorded `quick` mode.

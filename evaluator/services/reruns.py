@@ -20,7 +20,8 @@ from evaluator import enqueue
 from evaluator.models import Evaluation, ReEvaluation, SeedCommitment
 from evaluator.selectors.eligibility import ranked_evaluations
 from evaluator.selectors.stacks import current_stack, evaluation_stack
-from evaluator.services.evaluations import evaluations_enqueue, rerun_queue_for, time_limits
+from evaluator.services.evaluations import evaluations_enqueue
+from evaluator.services.queues import rerun_queue_for, time_limits
 
 log = logging.getLogger(__name__)
 

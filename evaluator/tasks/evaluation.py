@@ -36,6 +36,7 @@ def evaluate_kernel(self: Any, evaluation_id: int, **kwargs: Any) -> None:
     """
     from evaluator import runner
     from evaluator.services import evaluations as svc
+    from evaluator.services import queues
 
     if kwargs:  # messages from a newer or older deployment: log and carry on (Read the Docs' rule)
         log.warning("evaluate_kernel(%s): ignoring unknown arguments %s", evaluation_id, sorted(kwargs))
@@ -64,11 +65,13 @@ def evaluate_kernel(self: Any, evaluation_id: int, **kwargs: Any) -> None:
             # Explicit queue: the retry must reach a worker for the same hardware, whatever the delivery info says,
             # and a re-run stays on the re-run queue (below uploads).
             raise self.retry(
-                exc=exc, countdown=svc.retry_countdown(evaluation.attempts), queue=svc.evaluation_queue(evaluation)
+                exc=exc,
+                countdown=queues.retry_countdown(evaluation.attempts),
+                queue=queues.evaluation_queue(evaluation),
             ) from exc
         return
     except SoftTimeLimitExceeded:
-        svc.evaluation_finish(evaluation=evaluation, record=svc.timeout_record(seconds=svc.time_limits().soft))
+        svc.evaluation_finish(evaluation=evaluation, record=svc.timeout_record(seconds=queues.time_limits().soft))
         return
     except Exception as exc:  # a bug on our side: record it rather than leave the row RUNNING until the reaper
         log.exception("evaluation %s: unexpected error", evaluation_id)

@@ -6,7 +6,7 @@ import pytest
 
 from catalogue.models import LLM, Kernel, Problem, Submission
 from evaluator.models import Evaluation
-from evaluator.services import evaluations as eval_services
+from evaluator.services import queues
 from leaderboard.bundles import BundleError
 from leaderboard.services.llms import llm_get_or_create
 from leaderboard.services.submissions import submission_create
@@ -40,7 +40,7 @@ def test_stores_everything_and_enqueues_after_commit(demo_problems, sent, django
     assert sorted(sent.ids) == [e.pk for e in evaluations]
     assert {c["queue"] for c in sent.calls} == {"eval-cpu"}
     assert [c["task_id"] for c in sent.calls] == [e.task_id for e in evaluations]
-    limits = eval_services.time_limits()
+    limits = queues.time_limits()
     assert limits.harness < limits.soft < limits.hard
     assert all(c["soft_time_limit"] == limits.soft and c["time_limit"] == limits.hard for c in sent.calls)
     kernel = Kernel.objects.get(submission=submission, sample=1)

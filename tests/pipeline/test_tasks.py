@@ -12,7 +12,7 @@ from django.utils import timezone
 from catalogue.models import Submission
 from evaluator.models import Baseline, DistributionResult, Evaluation, SeedCommitment
 from evaluator.services import evaluations as svc
-from evaluator.services import reaping, reruns
+from evaluator.services import queues, reaping, reruns
 from evaluator.tasks.evaluation import evaluate_kernel
 from leaderboard.services.submissions import submission_create
 from tests.pipeline.helpers import DEMO_SET, committed, demo_kernel, kernel_name, make_zip, record
@@ -174,7 +174,7 @@ def test_reaper_requeues_then_gives_up(demo_problems, settings, sent, django_cap
     old, fresh = evals(submit((1, 1, 0), (1, 2, 0)))
     for ev in (old, fresh):
         svc.evaluation_claim(evaluation_id=ev.pk, worker="dead")
-    long_ago = timezone.now() - timedelta(seconds=svc.time_limits().hard + 120)
+    long_ago = timezone.now() - timedelta(seconds=queues.time_limits().hard + 120)
     Evaluation.objects.filter(pk=old.pk).update(started_at=long_ago)
     with django_capture_on_commit_callbacks(execute=True):
         call_command("reap_evaluations")

@@ -12,7 +12,7 @@ from django.utils import timezone
 from evaluator.harness.record import Record
 from evaluator.models import Evaluation
 from evaluator.selectors.eligibility import ranked_evaluations
-from evaluator.services.evaluations import evaluation_queue, queues_for
+from evaluator.services.queues import evaluation_queue, queues_for
 from evaluator.services.reruns import champions_rerun, rerun_should_wait
 from evaluator.tasks.evaluation import evaluate_kernel
 from leaderboard.selectors.ranking import leaderboard_cache_clear

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from evaluator.services.evaluations import time_limits
+from evaluator.services.queues import time_limits
 from evaluator.services.reaping import evaluations_reap
 
 
