@@ -149,12 +149,24 @@ class ReferenceClient:
     def make_trial(self, *, key: str, seed: int, scale: float | str, track_constant: bool) -> Reply:
         return self._ask(Command.MAKE_TRIAL, key=key, seed=seed, scale=scale, track_constant=track_constant)
 
-    def compare(self, *, key: str, output: Reply | None, tol: float, again: Reply | None | bool = False) -> Reply:
+    def compare(
+        self,
+        *,
+        key: str,
+        output: Reply | None,
+        tol: float,
+        again: Reply | None | bool = False,
+        previous: str | None = None,
+    ) -> Reply:
         """Compare (and drop) the stored reference of `key`; `again` (the determinism pair's second output, None
-        when it was no plain tensor) is sent only when given: False means no determinism pair at all."""
-        if again is False:
-            return self._ask(Command.COMPARE, key=key, output=output, tol=tol)
-        return self._ask(Command.COMPARE, key=key, output=output, tol=tol, again=again)
+        when it was no plain tensor) is sent only when given: False means no determinism pair at all. `previous`:
+        the key of the reference for the inputs' previous contents (refilled inputs), also dropped."""
+        fields: dict[str, Any] = {"key": key, "output": output, "tol": tol}
+        if again is not False:
+            fields["again"] = again
+        if previous is not None:
+            fields["previous"] = previous
+        return self._ask(Command.COMPARE, **fields)
 
     def constant(self) -> Reply:
         return self._ask(Command.CONSTANT)
@@ -294,8 +306,17 @@ class CandidateClient:
         return self._ask(Command.USE_HANDOVER, handover=handover)
 
     def run(
-        self, *, seed: int, scale: float | str, out_path: str, poison: float, poison_bytes: int, max_output_bytes: int
+        self,
+        *,
+        seed: int,
+        scale: float | str,
+        out_path: str,
+        poison: float,
+        poison_bytes: int,
+        max_output_bytes: int,
+        refill_seed: int | None = None,
     ) -> Reply:
+        fields: dict[str, Any] = {} if refill_seed is None else {"refill_seed": refill_seed}
         return self._ask(
             Command.RUN,
             seed=seed,
@@ -304,6 +325,7 @@ class CandidateClient:
             poison=poison,
             poison_bytes=poison_bytes,
             max_output_bytes=max_output_bytes,
+            **fields,
         )
 
     def release(self, *, empty_cache: bool = False) -> Reply:

@@ -20,7 +20,7 @@ import torch.testing
 
 from evaluator.harness import timing
 from evaluator.harness.sandbox import limits
-from evaluator.harness.workers import command_loop, device, inputs, l2, lead
+from evaluator.harness.workers import aliasing, command_loop, device, inputs, l2, lead
 
 WATCHED = (
     "time.perf_counter",
@@ -105,7 +105,7 @@ def new_threads() -> tuple[list[str], int | None]:
 # that its own functions exist): replacing any of them in its module is tampering too.
 _HARNESS_FUNCS = tuple(
     (f"{mod.__name__}.{name}", mod, name, value)
-    for mod in (timing, command_loop, device, inputs, l2, lead, limits, sys.modules[__name__])
+    for mod in (timing, aliasing, command_loop, device, inputs, l2, lead, limits, sys.modules[__name__])
     for name, value in vars(mod).items()
     if callable(value)
 ) + tuple(  # the flush and the launch lead run before every timed call: their methods too
