@@ -23,7 +23,13 @@ def connect(ctx: Context) -> None:
     assert workers.ref is not None and workers.cand is not None
     ctx.ref = ReferenceClient(workers.ref, ctx.deadline)
     ctx.cand = CandidateClient(
-        workers.cand, ctx.deadline, ctx.ref, hang_factor=ctx.opts.hang_factor, hang_grace_s=ctx.opts.hang_grace_s
+        workers.cand,
+        ctx.deadline,
+        ctx.ref,
+        hang_factor=ctx.opts.hang_factor,
+        hang_grace_s=ctx.opts.hang_grace_s,
+        load_s=ctx.opts.load_timeout_s,
+        build_s=ctx.opts.load_cold_timeout_s,
     )
     ctx.ref.warm_up(ctx.device)
     try:

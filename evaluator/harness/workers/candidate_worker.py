@@ -34,6 +34,7 @@ from evaluator.harness.workers import inputs as _inputs_module
 from evaluator.harness.workers import tamper_watch
 from evaluator.harness.workers.aliasing import overlaps as _overlaps
 from evaluator.harness.workers.aliasing import tensors as _tensors
+from evaluator.harness.workers.build_signal import watched
 from evaluator.harness.workers.command_loop import serve
 from evaluator.harness.workers.cuda_fd import Exporter
 from evaluator.harness.workers.device import poison_allocator, precision_flags, set_precision, warm_up
@@ -56,6 +57,7 @@ _save = torch.save
 _load = torch.load
 _export = export_cuda
 _make_inputs = make_inputs
+_load_problem = load_problem
 _no_flush = no_flush
 _Tensor = torch.Tensor
 _type = builtins.type
@@ -159,7 +161,7 @@ class Candidate:
 
     def set_problem(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The problem's get_inputs(), so this process can regenerate the clean side's inputs from a seed."""
-        self.problem = load_problem(msg["source"])
+        self.problem = _load_problem(msg["source"])
         return {}
 
     def _inputs(self, seed: int, scale: float | str = 1.0) -> list[Any]:
@@ -373,10 +375,10 @@ def main() -> None:
     serve(
         {
             Command.WARM_UP: warm_up,
-            Command.LOAD: state.load,
+            Command.LOAD: watched(state.load),
             Command.LOAD_PARAMS: state.load_params,
-            Command.RUN: state.run,
-            Command.TIMING_SETUP: state.timing_setup,
+            Command.RUN: watched(state.run),
+            Command.TIMING_SETUP: watched(state.timing_setup),
             Command.TIME_BLOCK: state.time_block,
             Command.SAVE_KEPT: state.save_kept,
             Command.TIME_FRESH: state.time_fresh,
