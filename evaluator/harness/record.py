@@ -228,6 +228,10 @@ class Distribution(_Part):
     worst_ratio: float | None = _spec(_opt_num, required=False, default=None)
     beyond_tolerance: int | None = _spec(_opt_num, required=False, default=None)
     elements: int | None = _spec(_opt_num, required=False, default=None)
+    # Schema 3 (only where it failed): whether every miss was precision-sized (protocol.precision_sized: worst
+    # element within PRECISION_MARGIN x its allowance, NaN/Inf where the reference has them): `incorrect`, never
+    # evidence of cheating, wherever it is found.
+    precision_sized: bool | None = _spec(_opt_bool, required=False, default=None)
 
 
 @dataclass

@@ -13,7 +13,14 @@ from typing import Any
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.orchestrator.context import Context, output_ref
 from evaluator.harness.orchestrator.verdict import integrity
-from evaluator.harness.protocol import DISTRIBUTIONS, MIXED_SIGNS, STANDARD_TOLERANCE, VERIFIED_TOLERANCE, set_check
+from evaluator.harness.protocol import (
+    DISTRIBUTIONS,
+    MIXED_SIGNS,
+    STANDARD_TOLERANCE,
+    VERIFIED_TOLERANCE,
+    miss_kind,
+    set_check,
+)
 
 
 def check_correctness(ctx: Context) -> None:
@@ -68,6 +75,8 @@ def _distribution(ctx: Context, dist: dict[str, Any]) -> None:
         if not res.get("passed"):
             passed = False
             dist["error"] = dist["error"] or res.get("reason", "")[:300]
+            # one criterion (protocol.miss_kind): the distribution's miss is precision-sized when every trial's was
+            dist["precision_sized"] = dist.get("precision_sized") is not False and miss_kind(res) == "precision"
     if not dist["skipped"]:
         dist.update(
             passed=passed,

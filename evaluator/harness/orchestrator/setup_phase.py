@@ -161,6 +161,9 @@ def handover(ctx: Context) -> None:
     if ctx.cuda:
         ctx.cand.use_handover(chosen)
     ctx.ipc = chosen != "file"
-    ctx.record["environment"]["output_handover"] = (
-        chosen if ctx.ipc else f"file ({'; '.join(str(r) for r in reasons) or 'probe failed'})"
-    )
+    used = chosen if ctx.ipc else f"file ({'; '.join(str(r) for r in reasons) or 'probe failed'})"
+    # chosen again by every later process pair: what the first pair (correctness) used stays, a different choice of
+    # a later one is added to it, never put in its place
+    env = ctx.record["environment"]
+    before = env.get("output_handover")
+    env["output_handover"] = used if before in (None, used) or used in str(before) else f"{before}; later pair: {used}"

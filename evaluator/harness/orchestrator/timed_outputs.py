@@ -130,6 +130,8 @@ def as_distribution(checked: dict[str, dict[str, Any]], missing: list[str]) -> d
         )
     if worst_key is not None:
         entry["error"] = shorten(f"{worst_key}: {checked[worst_key].get('reason', '')}", 300)
+        entry["precision_sized"] = not missing and miss_kind(checked[worst_key]) == "precision"
     elif missing:
         entry["error"] = f"{missing[0]}: not a plain tensor"
+        entry["precision_sized"] = False
     return entry
