@@ -118,12 +118,9 @@ class ReferenceClient:
         """Compare (and drop) the stored reference of `key`; `again` (the determinism pair's second output, None
         when it was no plain tensor) is sent only when given: False means no determinism pair at all. `previous`:
         the key of the reference for the inputs' previous contents (refilled inputs), also dropped."""
-        fields: dict[str, Any] = {"key": key, "output": output, "tol": tol}
-        if again is not False:
-            fields["again"] = again
-        if previous is not None:
-            fields["previous"] = previous
-        return self._ask(Command.COMPARE, **fields)
+        optional = {"again": again, "previous": previous}
+        sent = {k: v for k, v in optional.items() if v is not (False if k == "again" else None)}
+        return self._ask(Command.COMPARE, key=key, output=output, tol=tol, **sent)
 
     def constant(self) -> Reply:
         return self._ask(Command.CONSTANT)

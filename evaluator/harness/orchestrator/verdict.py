@@ -91,7 +91,11 @@ def should_time(ctx: Context) -> bool:
     """Time only a kernel that passed a gate and showed no sign of cheating the harness."""
     flags = ctx.flags
     hard_fail = flags["alias"] or not flags["plain"] or not flags["unchanged"]
-    evidence = [get_check(ctx.record, name) for name in ("timer_integrity", "thread_count", "refilled_inputs")]
+    evidence = (
+        get_check(ctx.record, "timer_integrity"),
+        get_check(ctx.record, "thread_count"),
+        get_check(ctx.record, "refilled_inputs"),
+    )
     if hard_fail or any(found and found["passed"] is False for found in evidence):
         return False
     return bool(ctx.record["correct"] or ctx.record["standard_correct"])
