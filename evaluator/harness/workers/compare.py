@@ -99,7 +99,8 @@ def under_tf32(
     tf32 = compare_outputs(out, tf32_ref, tol)
     if tf32.get("passed"):
         return {**tf32, "reference": "tf32", "fp32_reason": result.get("reason", "")}
-    own = compare_outputs(tf32_ref, ref, tol).get("worst_ratio")
+    spread = compare_outputs(tf32_ref, ref, tol)
+    own = None if spread.get("nonfinite_mismatch") else spread.get("worst_ratio")
     worst = result.get("worst_ratio")
     if isinstance(own, float) and isinstance(worst, float) and not result.get("nonfinite_mismatch") and worst <= own:
         return {
