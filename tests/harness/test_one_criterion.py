@@ -82,7 +82,7 @@ def test_timed_outputs_under_harness_tf32_may_be_as_far_from_fp32_as_the_tf32_ba
     assert same["passed"] is True and same["reference"] == "tf32"
 
 
-@pytest.mark.parametrize(("kernel", "where"), [(ALWAYS, "gate"), (TIMED_ONLY, "timed calls")])
+@pytest.mark.parametrize(("kernel", "where"), [(ALWAYS, "gate"), (TIMED_ONLY, "timed calls")], ids=["gate", "timed"])
 def test_an_edge_miss_is_incorrect_wherever_it_falls(evaluate, kernel, where):
     record = evaluate("relu", kernel_source=kernel)
     validate_result(record)
