@@ -17,6 +17,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -101,7 +102,7 @@ def main() -> int:
         )
         took = time.monotonic() - started
         phases = record.get("phases") or {}
-        row = {
+        row: dict[str, Any] = {
             "kernel": name,
             "status": record.get("status"),
             "correct": record.get("correct"),
