@@ -12,6 +12,7 @@ list (build_signal.BUILD_MODULES) and on the H200 by the GPU suite.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -68,7 +69,8 @@ def test_an_endless_first_forward_ends_at_the_hang_cap_not_the_build_allowance(e
     record = evaluate("relu", kernel_source=SPIN, timeout=600, load_cold_timeout_s=120.0)
     elapsed = time.monotonic() - started
     assert record["status"] == "timeout" and record["correct"] is False, record["error"]
-    assert "hung: its first run in this process ran past 30 s" in record["error"], record["error"]
+    cap = re.search(r"hung: its first run in this process ran past (\d+) s", record["error"])
+    assert cap and 30 <= int(cap.group(1)) < 40, record["error"]  # 20x the reference's first call + 30 s
     assert "no build was seen" in record["error"], record["error"]
     assert record["phases"]["total"] < 60 and elapsed < 120, (record["phases"], elapsed)  # 120 s before
 
