@@ -16,6 +16,7 @@ from django.http import Http404
 
 from catalogue.models import Kernel
 from evaluator.harness.orchestrator.roofline import faster_than_light
+from evaluator.harness.protocol import PRECISION_MARGIN
 from evaluator.harness.record import Check, Distribution, Record
 from evaluator.models import AuditFlag, DistributionResult, Evaluation, ProfileRequest
 from evaluator.selectors.compile_baseline import stored_compile_baselines
@@ -90,6 +91,17 @@ class KernelInspection:
     # Other uploads of the same code (same fingerprint: only comments, docstrings or formatting differ) by this LLM
     # for this problem: the board folds them with this one into one kernel, their median (ranking_compute).
     folded: list[FoldedKernel] = field(default_factory=list)
+
+    @property
+    def precision_misses(self) -> list[Distribution]:
+        """Failed distributions (timed outputs included) whose every miss was precision-sized (the record's
+        `precision_sized`, protocol.precision_sized): shown with the explanation of an `incorrect`, not a cheat."""
+        rows = [*self.result.distributions, *([self.result.timed_outputs] if self.result.timed_outputs else [])]
+        return [d for d in rows if d.passed is False and d.precision_sized]
+
+    @property
+    def precision_margin(self) -> float:
+        return PRECISION_MARGIN
 
     @property
     def faster_than_light(self) -> bool:
@@ -197,6 +209,11 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None, staff
     in_record = {d.name: d for d in result.distributions if d.worst_ratio is not None}
     for d in distributions:
         d.how_far = in_record.get(d.name)  # type: ignore[union-attr]
+    timed = result.timed_outputs  # the re-check of timed outputs, judged by the gate's rule: one more row
+    if timed is not None:
+        timed.how_far = timed if timed.worst_ratio is not None else None  # type: ignore[attr-defined]
+        timed.inputs_help = "the outputs of timed calls, re-checked"  # type: ignore[attr-defined]
+        distributions.append(timed)
     if evaluation:  # for the one-line verdict ("Incorrect: D4 (x-1) failed")
         evaluation.failed_distribution_names = [d.name for d in distributions if d.passed is False and not d.skipped]
 

@@ -44,7 +44,15 @@ CHECK_SIGNALS: dict[str, tuple[str, str, str, tuple[str, ...], str]] = {
         "high",
         "hack",
         ("A6", "A7"),
-        "Outputs produced during the timed loop were wrong (replay or phase detection).",
+        "Outputs produced during the timed loop were wrong beyond any precision effect (replay or phase detection).",
+    ),
+    "refilled_inputs": (
+        "address_keyed_cache",
+        "high",
+        "hack",
+        ("C7", "A6"),
+        "Called again on its input tensors refilled in place with new values, the kernel returned the result for "
+        "their previous contents (a cache keyed on addresses).",
     ),
     "determinism": (
         "nondeterministic",

@@ -61,7 +61,7 @@ ENV_PASSTHROUGH = (
 
 # A failed hard check means the kernel tried to cheat the harness (or cannot be trusted): status "rejected".
 HARD_CHECKS = frozenset(
-    {"output_plain_tensor", "output_no_alias", "inputs_unchanged", "timer_integrity", "thread_count"}
+    {"output_plain_tensor", "output_no_alias", "inputs_unchanged", "timer_integrity", "thread_count", "refilled_inputs"}
 )
 VERIFIED_TOLERANCE = 1e-3  # atol = rtol, the paper's fp32 choice
 STANDARD_TOLERANCE = 1e-2  # what published KernelBench numbers used
@@ -75,6 +75,40 @@ HALF_PRECISION_TOLERANCE = {"float16": 1e-2, "bfloat16": 2e-2}
 def tolerance_for(dtype: str, tol: float) -> float:
     """atol = rtol for an output of `dtype` ("float16", "torch.bfloat16", ...) under a gate of tolerance `tol`."""
     return max(tol, HALF_PRECISION_TOLERANCE.get(dtype.replace("torch.", ""), tol))
+
+
+# Where a precision miss ends and evidence of cheating begins (docs/protocol.md, section 2, "one criterion"). A failed
+# comparison is *precision-sized* when every element is within PRECISION_MARGIN times its allowance atol + rtol*|ref|
+# (for fp32 at 1e-3 that is 1e-2: the standard protocol's own tolerance) and every NaN/Inf sits where the reference
+# has the same one. A change of precision or summation order (TF32 against FP32: 1.07-1.26x on the H200; bf16
+# internally: a few times) stays far inside it; a stale, constant or garbage output (another input set's result,
+# zeros, uninitialised memory) is off by O(1) against a 1e-3 allowance, hundreds of times beyond it. How many elements
+# miss is reported but is not part of the line: lower-precision arithmetic can move any share of them by a
+# precision-sized amount, and an output from the wrong inputs moves most of them by far more.
+PRECISION_MARGIN = 10.0
+
+
+def precision_sized(result: dict[str, Any]) -> bool:
+    """A failed comparison (workers/compare.py) that a change of precision explains: a plain tensor of the right shape
+    and dtype, NaN/Inf only where the reference has them, and its worst element within PRECISION_MARGIN x its
+    allowance. False for a comparison that passed, or one without element-wise figures."""
+    ratio = result.get("worst_ratio")
+    return (
+        result.get("passed") is False
+        and result.get("plain") is True
+        and result.get("shape_dtype") is True
+        and not result.get("nonfinite_mismatch")
+        and isinstance(ratio, int | float)
+        and ratio <= PRECISION_MARGIN
+    )
+
+
+def miss_kind(result: dict[str, Any]) -> str:
+    """How a comparison ended: "passed", "precision" (a precision-sized miss: `incorrect` wherever it is found) or
+    "beyond" (beyond anything precision explains: where the same kernel passed untimed, evidence of cheating)."""
+    if result.get("passed"):
+        return "passed"
+    return "precision" if precision_sized(result) else "beyond"
 
 
 # Beyond D1-D4 (which scale whole tensors, so torch.rand inputs stay all-positive or all-negative): one trial whose

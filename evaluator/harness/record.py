@@ -114,7 +114,7 @@ __all__ = [  # what this module defines, and the record's parts it re-exports (r
 ]
 
 HARNESS_VERSION = "1.0.0"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "rejected")
 DISTRIBUTIONS: tuple[tuple[str, float], ...] = (("D1", 1.0), ("D2", 3.0), ("D3", 0.01), ("D4", -1.0))
@@ -135,6 +135,8 @@ CheckName = Literal[
     "fresh_input_timing",  # only when the fresh-input probe ran (timing_record.fresh_input_check)
     "timing_stable",  # only with more than one process pair (timing_record.stability_check)
     "process_containment",  # only when the kernel's processes outlived its worker (a failure)
+    # the same input tensors refilled in place with new values (C7; correctness_phase.refilled_inputs), schema 3
+    "refilled_inputs",
 ]
 KNOWN_CHECKS: frozenset[str] = frozenset(get_args(CheckName))
 # The checks every record lists from the start, in this order (the others are appended when they are set).
@@ -229,6 +231,10 @@ class Distribution(_Part):
     worst_ratio: float | None = _spec(_opt_num, required=False, default=None)
     beyond_tolerance: int | None = _spec(_opt_num, required=False, default=None)
     elements: int | None = _spec(_opt_num, required=False, default=None)
+    # Schema 3 (only where it failed): whether every miss was precision-sized (protocol.precision_sized: worst
+    # element within PRECISION_MARGIN x its allowance, NaN/Inf where the reference has them): `incorrect`, never
+    # evidence of cheating, wherever it is found.
+    precision_sized: bool | None = _spec(_opt_bool, required=False, default=None)
 
 
 @dataclass
@@ -273,6 +279,10 @@ class Record(_Part):
     # and one baseline call launched (launched.py; CUDA only).
     speed_of_light: SpeedOfLight | None = _opt()
     launched_kernels: LaunchedKernels | None = _opt()
+    # Schema 3: the re-check of timed outputs (timed_outputs.py), reported as a distribution is (name "timed
+    # outputs"; `trials`: outputs re-checked; `error`: where the worst one was and how far): judged by the gate's
+    # own rule, so a precision-sized miss here is `incorrect` as in D1-D4. Null: no timed output was re-checked.
+    timed_outputs: Distribution | None = _opt()
 
     _nested: ClassVar[dict[str, tuple[type[_Part], bool]]] = {
         "distributions": (Distribution, True),
@@ -282,6 +292,7 @@ class Record(_Part):
         "environment": (Environment, False),
         "speed_of_light": (SpeedOfLight, False),
         "launched_kernels": (LaunchedKernels, False),
+        "timed_outputs": (Distribution, False),
     }
     _transit: ClassVar[frozenset[str]] = TRANSIT_KEYS
 
@@ -336,6 +347,7 @@ class Record(_Part):
 _UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     0: lambda data: data,  # version 1 only added schema_version itself
     1: lambda data: data,  # version 2 added optional fields (a distribution's atol, rtol, worst_ratio...)
+    2: lambda data: data,  # version 3 added optional fields (timed_outputs, the environment's compile_limit_s)
 }
 
 

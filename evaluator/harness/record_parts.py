@@ -156,7 +156,10 @@ class Environment(_Part):
     standard_protocol: StandardProtocol | None = _opt()
     compile_cache: str | None = _opt(_opt_text)
     compile_cache_store: Any = _opt()
+    # A load step's own bound (import and __init__, not counting time seen compiling) and the most any step may
+    # take while the kernel compiles (clients.StepBound; schema 3)
     load_limit_s: float | None = _opt(_opt_num)
+    compile_limit_s: float | None = _opt(_opt_num)
     output_handover: Any = _opt()
     candidate_uid: int | None = _opt(_opt_int)
     sandbox: str | None = _opt(_opt_text)

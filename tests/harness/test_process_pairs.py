@@ -103,6 +103,12 @@ def test_a_short_problem_is_timed_in_two_process_pairs_on_request(evaluate):
     assert record["params_randomised"] is True
     for name in ("timed_output_recheck", "timer_integrity", "thread_count"):
         assert next(c for c in record["checks"] if c["name"] == name)["passed"] is True, name
+    # what each phase ran under survives the later pair, whose workers never ran correctness (null: not run)
+    flags = record["environment"]["precision_flags"]
+    fp32 = {"cuda.matmul.allow_tf32": False, "cudnn.allow_tf32": False, "float32_matmul_precision": "highest"}
+    tf32 = {"cuda.matmul.allow_tf32": True, "cudnn.allow_tf32": True, "float32_matmul_precision": "high"}
+    assert flags["correctness"] == {"reference": fp32, "candidate": fp32}, flags
+    assert flags["timing"] == {"reference": tf32, "candidate": tf32, "reference_fp32": fp32}, flags
 
 
 def test_pairs_that_disagree_get_more_pairs_up_to_the_limit(evaluate):

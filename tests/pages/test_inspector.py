@@ -205,6 +205,46 @@ def test_inspector_shows_how_far_a_failing_distribution_was_from_passing(client,
     assert "worst element 1.30× its allowance; 9 of 134217728 elements beyond (atol = rtol = 1.00e-03)" in html
 
 
+def test_inspector_explains_a_precision_sized_miss_in_timed_outputs(client, add_sample):
+    """Issue 38: an edge miss found in timed outputs reads as `incorrect` with its figures and the precision
+    explanation, as it would in D1-D4, not as a hack."""
+    result = Record(status="ok", correct=False).to_dict()
+    for d in result["distributions"]:
+        d.update(passed=True, trials=2)
+    result["timed_outputs"] = {
+        "name": "timed outputs",
+        "passed": False,
+        "skipped": False,
+        "skip_reason": "",
+        "max_abs_error": 2.4e-3,
+        "max_rel_error": 0.01,
+        "trials": 12,
+        "error": "input set 1 (block 3): 10 of 32768 elements beyond tolerance: a precision-sized miss",
+        "atol": 1e-3,
+        "rtol": 1e-3,
+        "worst_ratio": 1.2,
+        "beyond_tolerance": 10,
+        "elements": 32768,
+        "precision_sized": True,
+    }
+    result["error"] = "incorrect: timed outputs: input set 1 (block 3): 10 of 32768 elements beyond tolerance"
+    evaluation = add_sample("edge", ProblemFactory(), correct=False, speedup=None)
+    type(evaluation).objects.filter(pk=evaluation.pk).update(result=result)
+    html = get(client, evaluation)
+    assert 'data-distribution="timed outputs"' in html and "the outputs of timed calls, re-checked" in html
+    assert (
+        "worst element 1.20× its allowance; 10 of 32768 elements beyond (atol = rtol = 1.00e-03): precision-sized"
+        in html
+    )
+    assert "data-precision-miss" in html and "timed outputs: worst element 1.20× its allowance, 10 of 32768" in html
+    assert "judged <strong>incorrect</strong> wherever it is found" in html
+    assert "Incorrect: timed outputs failed" in html
+    beyond = {**result, "timed_outputs": {**result["timed_outputs"], "worst_ratio": 400.0, "precision_sized": False}}
+    other = add_sample("stale", ProblemFactory(), correct=False, speedup=None)
+    type(other).objects.filter(pk=other.pk).update(result=beyond)
+    assert "data-precision-miss" not in get(client, other)
+
+
 def test_inspector_shows_the_process_pairs_of_a_short_problem(client, add_sample):
     """A short problem is timed in several process pairs; a reader sees each pair's speedup next to
     the pooled one and the interval that covers them."""

@@ -14,7 +14,7 @@ import redteam_suite as rs
 
 CPU_CASES = rs.load_cases(("exploit", "legit", "abuse"))
 GPU_CASES = rs.load_cases(("gpu",))
-CATALOGUE = [f"A{i}" for i in range(1, 11)] + [f"B{i}" for i in range(1, 12)] + ["C1", "C2", "C3"]
+CATALOGUE = [f"A{i}" for i in range(1, 11)] + [f"B{i}" for i in range(1, 12)] + ["C1", "C2", "C3", "C7"]
 # Classes that only exist on a GPU; they are covered by tests/redteam/gpu/ (run on the H200).
 GPU_ONLY = {"A1", "A8"}
 

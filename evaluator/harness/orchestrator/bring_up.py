@@ -29,6 +29,8 @@ def connect(ctx: Context) -> None:
         hang_factor=ctx.opts.hang_factor,
         hang_grace_s=ctx.opts.hang_grace_s,
         gate=ctx.gate,
+        load_s=ctx.opts.load_timeout_s,
+        build_s=ctx.opts.load_cold_timeout_s,
     )
     ctx.ref.warm_up(ctx.device)
     try:

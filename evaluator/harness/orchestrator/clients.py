@@ -3,8 +3,10 @@ on every request, and what a failed request means.
 
 The two clients differ in whom a failure blames. The reference worker runs no kernel code, so anything but a
 timeout there is ours (HarnessInfraError). The candidate worker's failures are the kernel's (CandidateFailed, with
-the record's status), and a candidate step may also be cut short as a hang: far past the reference's slowest
-like-for-like step, so a kernel that spins cannot hold a GPU for the whole harness timeout.
+the record's status), and every candidate step after the kernel's import may also be cut short as a hang: far past
+the reference's slowest like-for-like step, or past the load step's own bound for a step with no counterpart, with
+the time a step that may build is seen compiling added (build_watch.py), so a kernel that spins cannot hold a GPU
+for the whole harness timeout.
 
 stdlib only, like the orchestrator.
 """
@@ -19,6 +21,8 @@ from typing import Any
 
 from evaluator.harness.commands import Command
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
+from evaluator.harness.orchestrator.build_watch import BuildAllowance, StepBound, building
+from evaluator.harness.orchestrator.replies import check_reply
 from evaluator.harness.sandbox.spawn import Worker, WorkerError
 
 Reply = dict[str, Any]
@@ -35,56 +39,9 @@ NOT_A_YARDSTICK = frozenset(
     }
 )
 
-# A kernel's first call of these in a worker process may build its code (not a hang): bounded by the load step's
-# limit (not the hang yardstick) once per process.
+# A kernel's first call of these in a worker process may build its code: its clock stops while it is seen building
+# (build_watch.py), once per process.
 FIRST_CALL_COMPILES = frozenset({Command.RUN, Command.TIMING_SETUP})
-
-# What the orchestrator reads of each candidate reply, with its type. The kernel shares its process with the worker
-# and can write a line of its own on the reply pipe: a reply that lacks one of these, or has it of another type, is
-# the kernel's doing and rejects it (a key read later that is missing does too: CandidateReply), never a crash of ours.
-_NUMBER = (int, float)
-CANDIDATE_REPLY_FIELDS: dict[Command, dict[str, type | tuple[type, ...]]] = {
-    Command.LOAD: {"compile_s": _NUMBER, "state": list},
-    Command.LOAD_PARAMS: {"loaded": int},
-    Command.RUN: {"plain": bool, "inputs_unchanged": bool},
-    Command.TIME_BLOCK: {"times": list, "walls": list},
-    Command.TIME_FRESH: {"times": list, "walls": list},
-    Command.SAVE_KEPT: {"saved": (dict, list)},
-    Command.INTEGRITY: {"tampered": list, "threads": list},
-    Command.LAUNCHED_KERNELS: {"events": (list, type(None))},
-}
-
-
-class MalformedReply(CandidateFailed):
-    """The candidate's reply is not what its worker sends: the kernel wrote on the reply pipe."""
-
-    def __init__(self, cmd: str, what: str) -> None:
-        super().__init__(
-            f"rejected: the candidate's reply to {cmd} is malformed ({what}); a kernel must not write on the "
-            "harness's reply channel",
-            "rejected",
-        )
-
-
-class CandidateReply(dict[str, Any]):
-    """A candidate reply: reading a key it lacks rejects the kernel instead of raising KeyError in the harness."""
-
-    cmd = ""
-
-    def __missing__(self, key: str) -> Any:
-        raise MalformedReply(self.cmd, f"no {key!r}")
-
-
-def check_reply(cmd: Command, reply: Reply) -> CandidateReply:
-    for key, kind in CANDIDATE_REPLY_FIELDS.get(cmd, {}).items():
-        if key not in reply:
-            raise MalformedReply(cmd, f"no {key!r}")
-        value = reply[key]
-        if not isinstance(value, kind) or (kind is _NUMBER and isinstance(value, bool)):
-            raise MalformedReply(cmd, f"{key!r} is a {type(value).__name__}")
-    typed = CandidateReply(reply)
-    typed.cmd = str(cmd)
-    return typed
 
 
 class Deadline:
@@ -157,12 +114,21 @@ class ReferenceClient:
     def make_trial(self, *, key: str, seed: int, scale: float | str, track_constant: bool) -> Reply:
         return self._ask(Command.MAKE_TRIAL, key=key, seed=seed, scale=scale, track_constant=track_constant)
 
-    def compare(self, *, key: str, output: Reply | None, tol: float, again: Reply | None | bool = False) -> Reply:
+    def compare(
+        self,
+        *,
+        key: str,
+        output: Reply | None,
+        tol: float,
+        again: Reply | None | bool = False,
+        previous: str | None = None,
+    ) -> Reply:
         """Compare (and drop) the stored reference of `key`; `again` (the determinism pair's second output, None
-        when it was no plain tensor) is sent only when given: False means no determinism pair at all."""
-        if again is False:
-            return self._ask(Command.COMPARE, key=key, output=output, tol=tol)
-        return self._ask(Command.COMPARE, key=key, output=output, tol=tol, again=again)
+        when it was no plain tensor) is sent only when given: False means no determinism pair at all. `previous`:
+        the key of the reference for the inputs' previous contents (refilled inputs), also dropped."""
+        optional = {"again": again, "previous": previous}
+        sent = {k: v for k, v in optional.items() if v is not (False if k == "again" else None)}
+        return self._ask(Command.COMPARE, key=key, output=output, tol=tol, **sent)
 
     def constant(self) -> Reply:
         return self._ask(Command.CONSTANT)
@@ -204,6 +170,8 @@ class CandidateClient:
         hang_factor: float,
         hang_grace_s: float,
         gate: Gate = contextlib.nullcontext,
+        load_s: float | None = None,
+        build_s: float | None = None,
     ) -> None:
         self.worker = worker
         self.deadline = deadline
@@ -212,34 +180,52 @@ class CandidateClient:
         self.hang_factor = hang_factor
         self.hang_grace_s = hang_grace_s
         self.first_calls: set[Command] = set()  # commands this worker process has already answered once
-        # The load step's own bound (import, build, __init__; and each first call that may compile), set by the
-        # setup phase from the compile cache's state: None leaves only the harness timeout.
-        self.load_limit_s: float | None = None
+        # The load step's own bound (import and __init__, time seen compiling not counted): also the bound of every
+        # step without a reference counterpart. And the most a step that may build takes while it is seen building
+        # (build_watch.py). None: only the evaluation's deadline.
+        self.load_limit_s = load_s if load_s is None or build_s is None else min(load_s, build_s)
+        self.build_limit_s = build_s
 
-    def hang_limit(self, cmd: Command) -> float | None:
-        """Seconds a candidate step may take before it counts as a hang: far past the reference's slowest step.
-        Loading the kernel has no reference counterpart and is bounded by the load limit instead, and so is the
-        first forward and the first timing set-up of each worker process: that is where a kernel may legitimately
-        compile (load_inline on the first call, Triton's and torch.compile's first-call builds)."""
-        first = cmd in FIRST_CALL_COMPILES and cmd not in self.first_calls
-        if cmd == Command.LOAD or first:
-            return self.load_limit_s
-        if cmd in NOT_A_YARDSTICK or not self.reference.slowest:
-            return None
+    def hang_cap(self) -> float:
+        """Far past the reference's slowest like-for-like step so far (the grace alone before it has one)."""
         return self.hang_factor * self.reference.slowest + self.hang_grace_s
 
+    def step_bound(self, cmd: Command) -> StepBound:
+        """How long a candidate step may take before it counts as a hang. Every step after the kernel's import has a
+        bound: far past the reference's slowest step, or the load step's bound for a step with no counterpart there
+        (setting the problem, the hand-over probe, anything before the reference ran a like-for-like step). The load
+        and each worker process's first forward and first timing set-up may also build (load_inline on the first
+        call, Triton's and torch.compile's first-call builds): their clock stops while a build is seen, up to the
+        build limit (build_watch.py). Warming up runs before any kernel code: the deadline alone."""
+        if cmd == Command.WARM_UP:
+            return StepBound(None)
+        if cmd == Command.LOAD:
+            return StepBound(self.load_limit_s, may_build=True, why="load")
+        cap = self.hang_cap()
+        if cmd in FIRST_CALL_COMPILES and cmd not in self.first_calls:
+            return StepBound(cap, may_build=True, why="first call")
+        if cmd in NOT_A_YARDSTICK or not self.reference.slowest:
+            return StepBound(self.load_limit_s, why="no counterpart")
+        return StepBound(cap, why="hang")
+
+    def _building(self) -> str | None:
+        return building(self.worker.processes())
+
     def _ask(self, cmd: Command, **fields: Any) -> Reply:
-        cap = self.hang_limit(cmd)
-        budget = self.deadline.left()
+        bound = self.step_bound(cmd)
+        allowance = None
         try:
             with self.gate():  # queueing for the GPU is not the kernel's time: the budget is taken after it
-                budget = self.deadline.left() if cap is None else min(self.deadline.left(), cap)
-                reply = self.worker.request({"cmd": cmd, **fields}, budget)
+                left = self.deadline.left()
+                budget = left if bound.own_s is None else min(left, bound.own_s)
+                if bound.may_build and self.build_limit_s is not None and bound.own_s is not None:
+                    allowance = BuildAllowance(self._building, ceiling_s=self.build_limit_s, hard_end=self.deadline.at)
+                reply = self.worker.request({"cmd": cmd, **fields}, budget, allowance.extend if allowance else None)
             self.first_calls.add(cmd)
         except WorkerError as exc:
             # a hang only while the evaluation still had time to spare after it (else: the plain timeout)
-            hung = exc.kind == "timeout" and cap is not None and budget < self.deadline.left()
-            raise CandidateFailed(self._why(cmd, exc, cap, hung=hung), self._status(exc)) from exc
+            hung = exc.kind == "timeout" and bound.own_s is not None and self.deadline.left() > 1.0
+            raise CandidateFailed(self._why(cmd, exc, bound, allowance, hung=hung), self._status(exc)) from exc
         if reply.get("ok") is not True:
             phase = str(reply.get("phase", cmd))[:40]
             status = "compile_error" if phase == "compile" else "runtime_error"
@@ -250,19 +236,43 @@ class CandidateClient:
     def _status(exc: WorkerError) -> str:
         return "timeout" if exc.kind == "timeout" else "runtime_error"
 
-    def _why(self, cmd: Command, exc: WorkerError, cap: float | None, *, hung: bool) -> str:
-        if hung and (cmd == Command.LOAD or cmd in FIRST_CALL_COMPILES):
+    def _why(
+        self, cmd: Command, exc: WorkerError, bound: StepBound, allowance: BuildAllowance | None, *, hung: bool
+    ) -> str:
+        own = bound.own_s or 0.0
+        built = ""
+        if allowance is not None:
+            built = (
+                f"; seen compiling for {allowance.built_s:.0f} s more ({allowance.seen})"
+                if allowance.built_s
+                else f"; no build was seen (a build may stretch it to {self.build_limit_s:.0f} s)"
+            )
+        killed = "its processes were killed and the GPU released"
+        if hung and allowance is not None and allowance.capped:
             return (
-                f"the kernel's load step ran past its {cap:.0f} s bound during {cmd} (import, build, __init__ "
-                "and first calls are bounded on their own, well under the harness timeout); its processes were "
-                "killed"
+                f"the kernel's build ran past its {self.build_limit_s:.0f} s limit during {cmd} "
+                f"(seen compiling: {allowance.seen}); {killed}"
+            )
+        if hung and bound.why == "load":
+            return (
+                f"the kernel's load step ran past its {own:.0f} s bound during {cmd} (import and __init__, bounded "
+                f"on their own, well under the harness timeout{built}); {killed}"
+            )
+        yardstick = (
+            f"{self.hang_factor:g}x the reference's slowest step of {self.reference.slowest:.2f} s, plus "
+            f"{self.hang_grace_s:g} s"
+        )
+        if hung and bound.why == "first call":
+            return (
+                f"the kernel hung: its first {cmd} in this process ran past {own:.0f} s ({yardstick}{built}); {killed}"
+            )
+        if hung and bound.why == "no counterpart":
+            return (
+                f"the kernel hung: {cmd} ran past {own:.0f} s (the load step's bound: a step with no counterpart on "
+                f"the reference side); {killed}"
             )
         if hung:
-            return (
-                f"the kernel hung: {cmd} ran past {cap:.0f} s ({self.hang_factor:g}x the "
-                f"reference's slowest step of {self.reference.slowest:.2f} s, plus {self.hang_grace_s:g} s); "
-                "its processes were killed and the GPU released"
-            )
+            return f"the kernel hung: {cmd} ran past {own:.0f} s ({yardstick}); {killed}"
         if exc.kind == "timeout":
             return (
                 f"timed out after {self.deadline.timeout_s:.0f} s during {cmd}; "
@@ -312,8 +322,17 @@ class CandidateClient:
         return self._ask(Command.USE_HANDOVER, handover=handover)
 
     def run(
-        self, *, seed: int, scale: float | str, out_path: str, poison: float, poison_bytes: int, max_output_bytes: int
+        self,
+        *,
+        seed: int,
+        scale: float | str,
+        out_path: str,
+        poison: float,
+        poison_bytes: int,
+        max_output_bytes: int,
+        refill_seed: int | None = None,
     ) -> Reply:
+        fields: dict[str, Any] = {} if refill_seed is None else {"refill_seed": refill_seed}
         return self._ask(
             Command.RUN,
             seed=seed,
@@ -322,6 +341,7 @@ class CandidateClient:
             poison=poison,
             poison_bytes=poison_bytes,
             max_output_bytes=max_output_bytes,
+            **fields,
         )
 
     def release(self, *, empty_cache: bool = False) -> Reply:

@@ -13,7 +13,14 @@ from typing import Any
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.orchestrator.context import Context, output_ref
 from evaluator.harness.orchestrator.verdict import integrity
-from evaluator.harness.protocol import DISTRIBUTIONS, MIXED_SIGNS, STANDARD_TOLERANCE, VERIFIED_TOLERANCE, set_check
+from evaluator.harness.protocol import (
+    DISTRIBUTIONS,
+    MIXED_SIGNS,
+    STANDARD_TOLERANCE,
+    VERIFIED_TOLERANCE,
+    miss_kind,
+    set_check,
+)
 
 
 def check_correctness(ctx: Context) -> None:
@@ -40,7 +47,8 @@ def check_correctness(ctx: Context) -> None:
     if not active:
         raise HarnessInfraError("the reference gives NaN/Inf or raises under every distribution")
     mixed = mixed_signs(ctx)
-    record["correct"] = all(d["passed"] for d in active) and mixed is not False
+    refilled = refilled_inputs(ctx)
+    record["correct"] = all(d["passed"] for d in active) and mixed is not False and refilled is not False
     constant = ctx.ref.constant()
     ctx.cand.release(empty_cache=True)
     record["reference_constant"] = constant["constant"]
@@ -67,6 +75,8 @@ def _distribution(ctx: Context, dist: dict[str, Any]) -> None:
         if not res.get("passed"):
             passed = False
             dist["error"] = dist["error"] or res.get("reason", "")[:300]
+            # one criterion (protocol.miss_kind): the distribution's miss is precision-sized when every trial's was
+            dist["precision_sized"] = dist.get("precision_sized") is not False and miss_kind(res) == "precision"
     if not dist["skipped"]:
         dist.update(
             passed=passed,
@@ -128,9 +138,16 @@ def trial(
 
 
 def _candidate_run(
-    ctx: Context, seed: int, scale: float | str, out_path: str, poison: float, poison_bytes: int
+    ctx: Context,
+    seed: int,
+    scale: float | str,
+    out_path: str,
+    poison: float,
+    poison_bytes: int,
+    refill_seed: int | None = None,
 ) -> dict[str, Any]:
-    """One forward of the kernel (the allocator poisoned first), its runtime signals noted."""
+    """One forward of the kernel (the allocator poisoned first), its runtime signals noted; with `refill_seed`, a
+    forward on `seed`'s inputs first, then the one published on the same tensors refilled with `refill_seed`'s."""
     run = ctx.cand.run(
         seed=seed,
         scale=scale,
@@ -138,6 +155,7 @@ def _candidate_run(
         poison=poison,
         poison_bytes=poison_bytes,
         max_output_bytes=ctx.opts.max_output_mb << 20,
+        refill_seed=refill_seed,
     )
     if not run.get("plain"):
         ctx.flags["plain"] = False
@@ -160,6 +178,54 @@ def mixed_signs(ctx: Context) -> bool | None:
     detail = "float inputs positive but for up to 64 random elements negated (one trial, 1e-3): "
     set_check(ctx.record, "mixed_sign_inputs", passed, detail + ("passed" if passed else res.get("reason", "")[:300]))
     return passed
+
+
+def refilled_inputs(ctx: Context) -> bool | None:
+    """Same buffers, new contents (C7, address-keyed caches): the kernel is called on one trial's inputs, then on the
+    SAME input tensors refilled in place with another trial's values, and that second output is compared with the
+    reference for the new values. On CUDA the caching allocator hands a new input the old address all the time, so a
+    cache keyed on data_ptr() or id() (or a C++ static map) would return the old contents' result.
+
+    An output that matches the reference for the buffers' previous contents and not the new ones is stale: evidence
+    of such a cache (check refilled_inputs fails: `rejected`). Any other miss is a correctness failure like a
+    distribution's (`incorrect`, with its figures), never evidence. Returns whether the output was right (None: the
+    reference could not be used on these inputs)."""
+    seed_before, seed = ctx.seed("R0_before"), ctx.seed("R0")
+    made = ctx.ref.make_trial(key="R0_before", seed=seed_before, scale=1.0, track_constant=False)
+    if not made.get("skipped"):
+        made = ctx.ref.make_trial(key="R0", seed=seed, scale=1.0, track_constant=False)
+        if made.get("skipped"):
+            ctx.ref.compare(key="R0_before", output=None, tol=VERIFIED_TOLERANCE)  # drops the first reference
+    if made.get("skipped"):
+        set_check(ctx.record, "refilled_inputs", None, "not applicable: " + str(made["skipped"])[:200])
+        return None
+    out_path = str(ctx.folders.io / "R0_out.pt")
+    poison_bytes = 2 * int(made["output_bytes"]) + (64 << 20)
+    run = _candidate_run(ctx, seed_before, 1.0, out_path, float("nan"), poison_bytes, refill_seed=seed)
+    output = output_ref(run.get("desc"), out_path) if run.get("plain") else None
+    result = ctx.ref.compare(key="R0", output=output, tol=VERIFIED_TOLERANCE, previous="R0_before")
+    ctx.release_outputs()
+    what = "the same input tensors refilled in place with new values (one trial, 1e-3)"
+    if result.get("passed"):
+        set_check(ctx.record, "refilled_inputs", True, f"{what}: the output followed the new values")
+        return True
+    if result.get("stale"):
+        detail = (
+            f"{what}: the output is the result for the tensors' previous contents, not their new values: a cache "
+            "keyed on addresses (data_ptr(), id()) or buffers, not on what they hold (C7)"
+        )
+        set_check(ctx.record, "refilled_inputs", False, detail)
+        return False
+    reason = str(result.get("reason", ""))[:300]
+    ctx.flag_details["refilled_miss"] = reason
+    set_check(
+        ctx.record,
+        "refilled_inputs",
+        True,
+        f"{what}: no stale output (the output missed the reference, but not by returning the previous contents' "
+        f"result: judged as correctness): {reason}",
+    )
+    return False
 
 
 def randomise(ctx: Context, seed: int | None = None) -> None:

@@ -45,7 +45,9 @@ def prepare(ctx: Context) -> None:
         build = import_kernel(ctx)
     finally:
         ctx.phase("compile", started)
-    ctx.record["environment"].update(compile_cache=build.cache_state, load_limit_s=build.load_limit_s)
+    ctx.record["environment"].update(
+        compile_cache=build.cache_state, load_limit_s=ctx.cand.load_limit_s, compile_limit_s=ctx.cand.build_limit_s
+    )
     if build.stored is not None:
         ctx.record["environment"]["compile_cache_store"] = build.stored
     ctx.record["phases"]["compile_import"] = round(build.compile_s, 3)
@@ -58,11 +60,10 @@ def prepare(ctx: Context) -> None:
 
 @dataclass
 class Build:
-    """What importing the kernel learned: the compile cache's answer, the load step's bound, the worker's own
-    import time, and what was stored (None: nothing)."""
+    """What importing the kernel learned: the compile cache's answer, the worker's own import time, and what was
+    stored (None: nothing)."""
 
     cache_state: str
-    load_limit_s: float
     compile_s: float
     stored: Any = None
 
@@ -109,9 +110,7 @@ def import_kernel(ctx: Context) -> Build:
             with _build_dir(ctx) as build_fd:
                 empty_dir(build_fd)
                 copy_in(ctx.cache.build_dir, build_fd, ctx.workers.ident)
-    cold = cache_state != "hit"
-    ctx.cand.load_limit_s = ctx.opts.load_cold_timeout_s if cold else ctx.opts.load_timeout_s
-    try:
+    try:  # bounded by load_timeout_s of its own, plus the time it is seen compiling (clients.step_bound)
         loaded = ctx.cand.load(
             kernel_path=str(f.kernel_file),
             device=ctx.device,
@@ -133,7 +132,7 @@ def import_kernel(ctx: Context) -> Build:
             evict(ctx.cache.root, ctx.opts.compile_cache_max_mb << 20, keep=ctx.cache.key)
         ctx.cache.release()
     ctx.state_entries = loaded["state"]
-    return Build(cache_state, ctx.cand.load_limit_s, float(loaded["compile_s"]), stored)
+    return Build(cache_state, float(loaded["compile_s"]), stored)
 
 
 @contextlib.contextmanager
@@ -166,6 +165,9 @@ def handover(ctx: Context) -> None:
     if ctx.cuda:
         ctx.cand.use_handover(chosen)
     ctx.ipc = chosen != "file"
-    ctx.record["environment"]["output_handover"] = (
-        chosen if ctx.ipc else f"file ({'; '.join(str(r) for r in reasons) or 'probe failed'})"
-    )
+    used = chosen if ctx.ipc else f"file ({'; '.join(str(r) for r in reasons) or 'probe failed'})"
+    # chosen again by every later process pair: what the first pair (correctness) used stays, a different choice of
+    # a later one is added to it, never put in its place
+    env = ctx.record["environment"]
+    before = env.get("output_handover")
+    env["output_handover"] = used if before in (None, used) or used in str(before) else f"{before}; later pair: {used}"

@@ -10,7 +10,14 @@ from typing import Any
 
 from evaluator.harness.orchestrator.context import Context, output_ref
 from evaluator.harness.orchestrator.timing_record import looks_like_replay
-from evaluator.harness.protocol import VERIFIED_TOLERANCE, set_check
+from evaluator.harness.protocol import (
+    PRECISION_MARGIN,
+    VERIFIED_TOLERANCE,
+    Distribution,
+    miss_kind,
+    set_check,
+    shorten,
+)
 
 
 def fresh_probe(ctx: Context, rechecks: dict[str, Any], rotating: dict[str, float]) -> int:
@@ -70,18 +77,69 @@ def recheck_outputs(
 
 
 def recheck(ctx: Context, rechecks: dict[str, Any]) -> None:
+    """Judge the re-checked timed outputs by the gate's own rule (protocol.miss_kind, docs/protocol.md section 2):
+    their figures go into the record's `timed_outputs`, reported as a distribution is. A precision-sized miss is a
+    correctness failure there (verdict.py: `incorrect`, as in D1-D4) and no evidence against the kernel; only an
+    output that is not a plain tensor, or one beyond anything precision explains, fails timed_output_recheck, the
+    anti-cheat check (the kernel passed untimed and not when timed: `rejected`)."""
     missing = [k for k, v in rechecks.items() if v is None]
     checked = {k: v for k, v in rechecks.items() if v is not None}
-    failed = [f"{k}: {r.get('reason')}" for k, r in checked.items() if not r.get("passed")]
-    ok = not failed and not missing
-    detail = f"{len(checked)} timed outputs re-checked against the fp32 reference at {VERIFIED_TOLERANCE:g}"
+    kinds = {k: miss_kind(r) for k, r in checked.items()}
+    beyond = [f"{k}: {checked[k].get('reason')}" for k, kind in kinds.items() if kind == "beyond"]
+    missed = [k for k, kind in kinds.items() if kind == "precision"]
+    ctx.record["timed_outputs"] = as_distribution(checked, missing)
+    detail = (
+        f"{len(checked)} timed outputs re-checked against the fp32 reference by the gate's rule "
+        f"(atol = rtol = {VERIFIED_TOLERANCE:g})"
+    )
     if missing:
         detail += f"; {len(missing)} timed outputs were not plain tensors"
-    if failed:
-        detail += "; failed: " + "; ".join(failed)[:400]
-    if failed and not missing and not ctx.record["correct"]:
+    if beyond:
+        detail += f"; beyond anything precision explains (over {PRECISION_MARGIN:g}x the allowance): " + "; ".join(
+            beyond
+        )
+    if missed:
+        detail += (
+            f"; {len(missed)} missed the tolerance by a precision-sized margin (within {PRECISION_MARGIN:g}x): not "
+            "evidence of cheating, judged as correctness (timed_outputs)"
+        )
+    detail = shorten(detail, 700)
+    if (beyond or missing) and not ctx.record["correct"]:
         # Timed only for its standard-protocol figure: timing runs with the randomised parameters the kernel
         # already failed on, so wrong timed outputs say nothing new. Not a verdict either way.
         set_check(ctx.record, "timed_output_recheck", None, "not applicable (failed the verified gate); " + detail)
         return
-    set_check(ctx.record, "timed_output_recheck", ok, detail)
+    set_check(ctx.record, "timed_output_recheck", not beyond and not missing, detail)
+
+
+def as_distribution(checked: dict[str, dict[str, Any]], missing: list[str]) -> dict[str, Any]:
+    """The re-checks as one distribution entry (record.Distribution, name "timed outputs"): how many outputs were
+    re-checked (`trials`), the largest errors, and, like a distribution's worst trial, the worst output's ratio and
+    count of elements beyond the allowance; `error` names where the worst miss was found."""
+    figures = [r for r in checked.values() if r.get("worst_ratio") is not None]
+    worst_key = max(
+        (k for k, r in checked.items() if not r.get("passed")),
+        key=lambda k: (miss_kind(checked[k]) == "beyond", checked[k].get("worst_ratio") or 0.0),
+        default=None,
+    )
+    entry = Distribution(name="timed outputs", trials=len(checked)).to_dict()
+    entry.update(
+        passed=not missing and worst_key is None,
+        max_abs_error=max((r["max_abs_error"] for r in figures if r.get("max_abs_error") is not None), default=None),
+        max_rel_error=max((r["max_rel_error"] for r in figures if r.get("max_rel_error") is not None), default=None),
+    )
+    if figures:
+        entry.update(
+            atol=figures[0].get("atol"),
+            rtol=figures[0].get("rtol"),
+            elements=figures[0].get("elements"),
+            worst_ratio=max(float(r["worst_ratio"]) for r in figures),
+            beyond_tolerance=max(int(r.get("beyond_tolerance") or 0) for r in figures),
+        )
+    if worst_key is not None:
+        entry["error"] = shorten(f"{worst_key}: {checked[worst_key].get('reason', '')}", 300)
+        entry["precision_sized"] = not missing and miss_kind(checked[worst_key]) == "precision"
+    elif missing:
+        entry["error"] = f"{missing[0]}: not a plain tensor"
+        entry["precision_sized"] = False
+    return entry

@@ -62,10 +62,14 @@ def integrity(ctx: Context, when: str) -> None:
 def _precision_flags(ctx: Context, candidate: Any) -> None:
     """The precision flags each phase ran under, as each worker read them back right before its calls: correctness
     under the reference's full FP32 on both sides, timing under the verified (TF32) baseline's flags on both sides
-    (the FP32 baseline's own under timing_fp32). A phase not run reads null."""
+    (the FP32 baseline's own under timing_fp32). A phase not run reads null.
+
+    Each process pair's workers know only the calls they made: a later pair (timing_phase, bring_up.fresh_pair)
+    never ran correctness, and only the first times the FP32 baseline. So what a worker reads back is merged into
+    what earlier pairs recorded, a phase's flags replaced only by flags read back again, never by a null."""
     reference = ctx.ref.precision_flags().get("flags") or {}
     candidate = candidate if isinstance(candidate, dict) else {}
-    ctx.record["environment"]["precision_flags"] = {
+    seen = {
         "correctness": {"reference": reference.get("correctness"), "candidate": candidate.get("correctness")},
         "timing": {
             "reference": reference.get("timing"),
@@ -73,15 +77,26 @@ def _precision_flags(ctx: Context, candidate: Any) -> None:
             "reference_fp32": reference.get("timing_fp32"),
         },
     }
+    before = ctx.record["environment"].get("precision_flags") or {}
+    for phase, sides in seen.items():
+        earlier = before.get(phase)
+        earlier = earlier if isinstance(earlier, dict) else {}
+        for side, flags in sides.items():
+            if flags is None:
+                sides[side] = earlier.get(side)
+    ctx.record["environment"]["precision_flags"] = seen
 
 
 def should_time(ctx: Context) -> bool:
     """Time only a kernel that passed a gate and showed no sign of cheating the harness."""
     flags = ctx.flags
     hard_fail = flags["alias"] or not flags["plain"] or not flags["unchanged"]
-    tampered = get_check(ctx.record, "timer_integrity")
-    threads = get_check(ctx.record, "thread_count")
-    if hard_fail or (tampered and tampered["passed"] is False) or (threads and threads["passed"] is False):
+    evidence = (
+        get_check(ctx.record, "timer_integrity"),
+        get_check(ctx.record, "thread_count"),
+        get_check(ctx.record, "refilled_inputs"),
+    )
+    if hard_fail or any(found and found["passed"] is False for found in evidence):
         return False
     return bool(ctx.record["correct"] or ctx.record["standard_correct"])
 
@@ -116,7 +131,8 @@ def verdict(ctx: Context) -> None:
     failed_hard = [c["name"] for c in record["checks"] if c["name"] in HARD_CHECKS and c["passed"] is False]
     recheck = get_check(record, "timed_output_recheck")
     if record["correct"] and recheck and recheck["passed"] is False:
-        # passed the gate, yet wrong while being timed: it behaves differently when timed (A6 replay, A7)
+        # passed the gate, yet wrong beyond any precision effect while being timed: it behaves differently when
+        # timed (A6 replay, A7); a precision-sized miss there is judged below, as the gate judges one
         failed_hard.append("timed_output_recheck")
     if failed_hard:
         record["status"] = "rejected"
@@ -125,11 +141,18 @@ def verdict(ctx: Context) -> None:
         record["error"] = "rejected by runtime checks: " + ", ".join(failed_hard)
         return
     record["status"] = "ok"
+    timed = record.get("timed_outputs")
+    if record["correct"] and timed and timed.get("passed") is False:
+        record["correct"] = False  # one criterion: a precision-sized miss in timed outputs is `incorrect` too
     if not record["correct"]:
         failed = [f"{d['name']}: {d['error']}" for d in record["distributions"] if d["passed"] is False]
         mixed = get_check(record, "mixed_sign_inputs")
         if mixed and mixed["passed"] is False:
             failed.append(f"mixed signs: {mixed['detail']}")
+        if "refilled_miss" in details:  # wrong on refilled inputs, but not stale (correctness_phase.refilled_inputs)
+            failed.append(f"refilled inputs: {details['refilled_miss']}")
+        if timed and timed.get("passed") is False:
+            failed.append(f"timed outputs: {timed.get('error', '')}")
         record["error"] = shorten("incorrect: " + "; ".join(failed), 600)
 
 

@@ -258,8 +258,12 @@ class Worker:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
 
-    def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """Send one command and wait for its reply; raise WorkerError on death, timeout or memory kill."""
+    def request(
+        self, message: dict[str, Any], timeout: float, extend: Callable[[float], float] | None = None
+    ) -> dict[str, Any]:
+        """Send one command and wait for its reply; raise WorkerError on death, timeout or memory kill. `extend`,
+        called about every 0.5 s while waiting with the deadline (monotonic), returns it, pushed back or not (the
+        candidate's build allowance: orchestrator/build_watch.py)."""
         assert self.proc is not None
         try:
             os.write(self._cmd_w, (json.dumps(message) + "\n").encode())
@@ -267,6 +271,8 @@ class Worker:
             self._raise_dead()
         deadline = time.monotonic() + max(timeout, 0.0)
         while b"\n" not in self._buffer:
+            if extend is not None:
+                deadline = extend(deadline)
             left = deadline - time.monotonic()
             if left <= 0:
                 self.kill()

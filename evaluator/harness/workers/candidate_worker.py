@@ -32,6 +32,9 @@ from evaluator.harness.timing import time_calls
 from evaluator.harness.workers import command_loop as _loop_module
 from evaluator.harness.workers import inputs as _inputs_module
 from evaluator.harness.workers import tamper_watch
+from evaluator.harness.workers.aliasing import overlaps as _overlaps
+from evaluator.harness.workers.aliasing import tensors as _tensors
+from evaluator.harness.workers.build_signal import watched
 from evaluator.harness.workers.command_loop import serve
 from evaluator.harness.workers.cuda_fd import Exporter
 from evaluator.harness.workers.device import poison_allocator, precision_flags, set_precision, warm_up
@@ -54,12 +57,13 @@ _save = torch.save
 _load = torch.load
 _export = export_cuda
 _make_inputs = make_inputs
+_load_problem = load_problem
 _no_flush = no_flush
 _Tensor = torch.Tensor
 _type = builtins.type
 _isinstance = builtins.isinstance
-_storage = torch.Tensor.untyped_storage
 _clone = torch.Tensor.clone
+_copy = torch.Tensor.copy_
 _detach = torch.Tensor.detach  # never out.detach(): an instance attribute could shadow it (A3)
 _listdir = os.listdir
 _sleep = time.sleep
@@ -69,22 +73,6 @@ _precision_flags = precision_flags
 
 def _load_clean(path: str, device: str) -> Any:
     return _inputs_module.to_device(_load(path, map_location="cpu", weights_only=True, mmap=True), device)
-
-
-def _tensors(values: Any) -> list[torch.Tensor]:
-    return [v for v in values if _type(v) is _Tensor]
-
-
-def _overlaps(out: torch.Tensor, inputs: list[Any]) -> bool:
-    """True when the output's storage overlaps any input's storage (returning an input, a view or an alias)."""
-    o = _storage(out)
-    o_start, o_end = o.data_ptr(), o.data_ptr() + o.nbytes()
-    for tensor in _tensors(inputs):
-        s = _storage(tensor)
-        start, end = s.data_ptr(), s.data_ptr() + s.nbytes()
-        if tensor.device == out.device and start < o_end and o_start < end:
-            return True
-    return False
 
 
 class Candidate:
@@ -173,7 +161,7 @@ class Candidate:
 
     def set_problem(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The problem's get_inputs(), so this process can regenerate the clean side's inputs from a seed."""
-        self.problem = load_problem(msg["source"])
+        self.problem = _load_problem(msg["source"])
         return {}
 
     def _inputs(self, seed: int, scale: float | str = 1.0) -> list[Any]:
@@ -225,20 +213,24 @@ class Candidate:
         return {"kind": "file"}
 
     def run(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """One correctness call on inputs regenerated from the trial's seed; the output is published."""
+        """One correctness call on inputs regenerated from the trial's seed; the output is published. With
+        `refill_seed`, a call on those inputs comes first and the published one runs on the SAME tensors refilled in
+        place with `refill_seed`'s values (same objects and addresses, new contents: C7, address-keyed caches)."""
         inputs = self._inputs(msg["seed"], msg["scale"])
-        pristine = [_clone(v) if _type(v) is _Tensor else v for v in inputs]
-        if msg.get("poison") is not None:
-            poison_allocator(self.device, float(msg["poison"]), int(msg.get("poison_bytes", 0)))
         # Correctness under the reference's flags (full FP32): the kernel is judged on the arithmetic it chose
         # itself (its own TF32 cuBLAS call, a Triton tl.dot, flags it sets), not on TF32 the harness chose for it.
         _set_precision(False)
         self.flags_seen["correctness"] = _precision_flags()
         try:
+            earlier = self._refill(inputs, msg) if msg.get("refill_seed") is not None else None
+            pristine = [_clone(v) if _type(v) is _Tensor else v for v in inputs]
+            if msg.get("poison") is not None:
+                poison_allocator(self.device, float(msg["poison"]), int(msg.get("poison_bytes", 0)))
             with torch.no_grad():
                 out = self.model(*inputs)
             if self.device.startswith("cuda"):
                 _sync()
+            del earlier
         except BaseException as exc:
             return {"ok": False, "phase": "forward", "error": _loop_module.short_exception(exc)}
         reply: dict[str, Any] = {"plain": _type(out) is _Tensor, "out_type": _type(out).__name__}
@@ -252,6 +244,19 @@ class Candidate:
                 return {**reply, "ok": False, "phase": "forward", "error": f"output of {nbytes} bytes is too large"}
             reply["desc"] = self._publish(out, msg["out_path"])
         return reply
+
+    def _refill(self, inputs: list[Any], msg: dict[str, Any]) -> Any:
+        """Call the kernel on `inputs`, then refill the same tensors in place with `refill_seed`'s values; returns
+        the call's output, which the caller keeps alive until its own call is done (so its memory is not reused)."""
+        with torch.no_grad():
+            earlier = self.model(*inputs)
+            if self.device.startswith("cuda"):
+                _sync()
+            fresh_values = _tensors(self._inputs(msg["refill_seed"], msg["scale"]))
+            for tensor, fresh in zip(_tensors(inputs), fresh_values, strict=True):
+                _copy(tensor, fresh)
+        _set_precision(False)  # whatever the first call set: the published call runs under full FP32 too
+        return earlier
 
     def timing_setup(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.sets = [self._inputs(seed) for seed in msg["seeds"]]
@@ -370,10 +375,10 @@ def main() -> None:
     serve(
         {
             Command.WARM_UP: warm_up,
-            Command.LOAD: state.load,
+            Command.LOAD: watched(state.load),
             Command.LOAD_PARAMS: state.load_params,
-            Command.RUN: state.run,
-            Command.TIMING_SETUP: state.timing_setup,
+            Command.RUN: watched(state.run),
+            Command.TIMING_SETUP: watched(state.timing_setup),
             Command.TIME_BLOCK: state.time_block,
             Command.SAVE_KEPT: state.save_kept,
             Command.TIME_FRESH: state.time_fresh,

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from evaluator.harness.protocol import tolerance_for
+from evaluator.harness.protocol import PRECISION_MARGIN, precision_sized, tolerance_for
 
 CHUNK = 1 << 27  # elements per comparison chunk (512 MiB of float32)
 
@@ -17,7 +17,8 @@ def compare_outputs(out: Any, ref: torch.Tensor, tol: float) -> dict[str, Any]:
     `tol` is the gate's atol = rtol for fp32; a half-precision reference raises it (protocol.tolerance_for).
     NaN/Inf in the output pass only where the reference holds the same value at the same place. Besides the
     verdict: how far the output was from passing, `worst_ratio` (the largest |out - ref| / (atol + rtol * |ref|),
-    above 1 where it fails) and `beyond_tolerance` (elements over it, of `elements`).
+    above 1 where it fails), `beyond_tolerance` (elements over it, of `elements`) and `nonfinite_mismatch` (NaN/Inf
+    where the reference has none). A miss within protocol.PRECISION_MARGIN says so in its reason.
     """
     result: dict[str, Any] = {"passed": False, "max_abs_error": None, "max_rel_error": None, "reason": ""}
     if type(out) is not torch.Tensor:
@@ -71,6 +72,7 @@ def compare_outputs(out: Any, ref: torch.Tensor, tol: float) -> dict[str, Any]:
         max_rel_error=max_rel,
         worst_ratio=worst,
         beyond_tolerance=over + bad_special,
+        nonfinite_mismatch=bad_special,
         passed=(bad_special == 0 and over == 0),
     )
     if bad_special:
@@ -80,7 +82,36 @@ def compare_outputs(out: Any, ref: torch.Tensor, tol: float) -> dict[str, Any]:
             f"{over} of {out.numel()} elements beyond tolerance (max abs error {max_abs:.3g}, worst element "
             f"{worst:.3g}x its allowance atol + rtol*|ref| at atol = rtol = {tol:g})"
         )
+        if precision_sized(result):
+            result["reason"] += f": a precision-sized miss (within {PRECISION_MARGIN:g}x)"
     return result
+
+
+def under_tf32(
+    result: dict[str, Any], out: torch.Tensor, ref: torch.Tensor, tf32_ref: torch.Tensor, tol: float
+) -> dict[str, Any]:
+    """A timed output that missed the fp32 reference (`result`), judged again knowing the timed calls ran under the
+    TF32 flags the harness set, not flags the kernel chose. It passes when it matches the TF32 baseline's output at
+    the gate's tolerance, or when its worst element is no further from the fp32 reference (as a multiple of its
+    allowance) than the TF32 baseline's own worst element is: the precision those flags cost PyTorch itself (two
+    TF32 convolutions by different algorithms each miss 1e-3 in a few elements of millions, and each other). Else
+    the fp32 comparison stands, with the baseline's own figure beside it (`tf32_baseline_ratio`)."""
+    tf32 = compare_outputs(out, tf32_ref, tol)
+    if tf32.get("passed"):
+        return {**tf32, "reference": "tf32", "fp32_reason": result.get("reason", "")}
+    spread = compare_outputs(tf32_ref, ref, tol)
+    own = None if spread.get("nonfinite_mismatch") else spread.get("worst_ratio")
+    worst = result.get("worst_ratio")
+    if isinstance(own, float) and isinstance(worst, float) and not result.get("nonfinite_mismatch") and worst <= own:
+        return {
+            **result,
+            "passed": True,
+            "reference": "tf32 baseline's spread",
+            "fp32_reason": result.get("reason", ""),
+            "reason": "",
+            "tf32_baseline_ratio": own,
+        }
+    return {**result, "tf32_baseline_ratio": own}
 
 
 def nonfinite(ref: torch.Tensor) -> bool:

@@ -20,7 +20,7 @@ import torch.testing
 
 from evaluator.harness import timing
 from evaluator.harness.sandbox import limits
-from evaluator.harness.workers import command_loop, device, inputs, l2, lead
+from evaluator.harness.workers import aliasing, build_signal, command_loop, device, inputs, l2, lead
 
 WATCHED = (
     "time.perf_counter",
@@ -60,6 +60,8 @@ def _resolve(dotted: str) -> Any:
 
 _CAPTURED = tuple((name, _resolve(name)) for name in WATCHED)
 _listdir = os.listdir
+# The worker's own threads are those alive now: its build watcher (build_signal.py) is started first.
+build_signal.WATCH.start()
 THREADS_AT_START = frozenset(t.ident for t in threading.enumerate())
 NATIVE_AT_START = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None
 
@@ -105,12 +107,12 @@ def new_threads() -> tuple[list[str], int | None]:
 # that its own functions exist): replacing any of them in its module is tampering too.
 _HARNESS_FUNCS = tuple(
     (f"{mod.__name__}.{name}", mod, name, value)
-    for mod in (timing, command_loop, device, inputs, l2, lead, limits, sys.modules[__name__])
+    for mod in (timing, aliasing, build_signal, command_loop, device, inputs, l2, lead, limits, sys.modules[__name__])
     for name, value in vars(mod).items()
     if callable(value)
 ) + tuple(  # the flush and the launch lead run before every timed call: their methods too
     (f"{cls.__module__}.{cls.__name__}.{name}", cls, name, value)
-    for cls in (l2.L2Flusher, lead.LaunchLead)
+    for cls in (l2.L2Flusher, lead.LaunchLead, build_signal.BuildWatch)
     for name, value in vars(cls).items()
     if callable(value)
 )
