@@ -173,4 +173,11 @@ def test_every_public_page_fits_and_no_table_is_clipped(page, fresh_make_run, wi
     page.wait_for_load_state("load")
     problems += walk(page, SIGNED_IN_PAGES, width)
     assert problems == [], "\n".join(problems)
+    if width >= 1400:  # a laptop sees the whole board, every column, without scrolling it
+        for board in ("/", "/?hardware=h200"):
+            page.goto(board)
+            fits = page.locator("#board").evaluate(
+                "t => t.getBoundingClientRect().width <= t.parentElement.clientWidth"
+            )
+            assert fits, f"the board at {board} is wider than its box at {width}px"
     assert page.js_errors == []
