@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404
 
 from catalogue.models import LLM, Problem, Submission
 from evaluator.models import AuditFlag, Baseline, Evaluation
-from leaderboard.selectors.ranking import with_eligibility
+from leaderboard.selectors.ranking import leaderboard_data, with_eligibility
 from leaderboard.selectors.ranking_compute import EligibleEvaluation
 
 OPEN_REVIEW_STATES = (AuditFlag.Review.SUSPECTED, AuditFlag.Review.CORROBORATED)
@@ -164,6 +164,39 @@ def llm_index(*, q: str = "", organisation: str = "", page: int | str = 1) -> Pa
 
 def llm_organisations() -> list[str]:
     return sorted(set(LLM.objects.exclude(organisation="").values_list("organisation", flat=True)))
+
+
+def llm_boards(*, llm_ids: list[int]) -> dict[int, list[tuple[str, str, int]]]:
+    """Per LLM, the boards its results are on: (hardware, problem set, kernels with a current evaluation there),
+    most kernels first; one query for a page of the LLM index."""
+    rows = (
+        Evaluation.objects.filter(kernel__llm_id__in=llm_ids, is_current=True)
+        .values_list("kernel__llm_id", "hardware", "kernel__problem__problem_set")
+        .annotate(n=Count("kernel", distinct=True))
+        .order_by()
+    )
+    out: dict[int, list[tuple[str, str, int]]] = {}
+    for llm_id, hardware, problem_set, n in rows:
+        out.setdefault(llm_id, []).append((hardware, problem_set, n))
+    return {k: sorted(v, key=lambda b: (-b[2], b[0], b[1])) for k, v in out.items()}
+
+
+def board_llm_ids(*, hardware: str, problem_set: str, version: str) -> list[int]:
+    """The LLMs of one board (all levels), best-ranked first (the cached board)."""
+    rows = leaderboard_data(hardware=hardware, problem_set=problem_set, version=version).rows.get(None, [])
+    return [row.llm_id for row in rows if not row.is_baseline and row.llm_id is not None]
+
+
+def compare_preselect(
+    *, ranked: list[int], a: int | None, b: int | None, open_sides: set[str]
+) -> tuple[int | None, int | None]:
+    """The two LLMs /compare/ opens on: those asked for; a side in `open_sides` (the query does not name it) takes
+    the board's best-ranked LLM not already on the other side (`ranked`: the board's LLM ids, best first)."""
+    if "a" in open_sides:
+        a = next((pk for pk in ranked if pk != b), None)
+    if "b" in open_sides:
+        b = next((pk for pk in ranked if pk != a), None)
+    return a, b
 
 
 @dataclass
