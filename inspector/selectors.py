@@ -20,6 +20,7 @@ from evaluator.harness.record import Check, Distribution, Record
 from evaluator.models import AuditFlag, DistributionResult, Evaluation, ProfileRequest
 from evaluator.selectors.compile_baseline import stored_compile_baselines
 from evaluator.selectors.profiles import profile_tool_unavailable
+from inspector.cpu_noise import NOISY_CHECKS, cpu_noise_flag, cpu_timed
 from inspector.figures import SpeedupOrigin, speedup_origin, timed_sides, timing_parts
 from inspector.rendering import locate_quote, parse_lines, trim_error
 from leaderboard.highlight import highlight_python, unified_diff_html
@@ -38,6 +39,7 @@ class Evidence:
 class FlagView:
     flag: AuditFlag
     evidence: list[Evidence]
+    cpu_noise: bool = False  # raised by a clock-comparing check on a CPU: shown, not an open suspicion
 
     @property
     def lines(self) -> list[int]:
@@ -90,6 +92,8 @@ class KernelInspection:
     profile_unavailable: str = ""  # why a torch.profiler trace cannot be taken here ("" when it can)
     timing_parts: list[tuple[str, dict]] = field(default_factory=list)  # wall clock, precision, flags... (detail)
     origin: SpeedupOrigin | None = None  # where the headline speedup comes from (inspector.figures)
+    cpu_timing: bool = False  # timed on a CPU: its timing checks are shown, not judged (inspector.cpu_noise)
+    noise_checks: tuple[str, ...] = ()  # the checks whose failure on a CPU is timing noise, by name
     # Other uploads of the same code (same fingerprint: only comments, docstrings or formatting differ) by this LLM
     # for this problem: the board folds them with this one into one kernel, their median (ranking_compute).
     folded: list[FoldedKernel] = field(default_factory=list)
@@ -152,8 +156,8 @@ def _flag_views(flags: list[AuditFlag], source: str) -> list[FlagView]:
             if rationale and " ".join(why.split()) == rationale:
                 why = ""
             evidence.append(Evidence(lines=lines, quote=quote, why=why))
-        views.append(FlagView(flag=flag, evidence=evidence))
-    return views
+        views.append(FlagView(flag=flag, evidence=evidence, cpu_noise=cpu_noise_flag(flag)))
+    return sorted(views, key=lambda v: v.cpu_noise)  # what is not evidence comes last
 
 
 def _timing(result: Record) -> tuple[dict, list[dict[str, Any]]]:
@@ -244,6 +248,8 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None, staff
         timing_pairs=timing_pairs,
         timing_parts=timing_parts(result),
         origin=speedup_origin(result, evaluation.speedup) if evaluation else None,
+        cpu_timing=bool(evaluation) and cpu_timed(result, evaluation.hardware if evaluation else None),
+        noise_checks=tuple(sorted(NOISY_CHECKS)),
         memory=_memory(result, evaluation),
         error=trim_error(error),
         flags=flags,

@@ -9,6 +9,7 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from catalogue.models import LLM, Problem, Submission
+from evaluator.audit.runtime_signals import CPU_NOISY_RULES
 from evaluator.models import AuditFlag, Baseline, Evaluation
 from leaderboard.selectors.ranking import leaderboard_data, with_eligibility
 from leaderboard.selectors.ranking_compute import EligibleEvaluation
@@ -31,6 +32,8 @@ def evaluations_with_verdicts() -> QuerySet[EligibleEvaluation]:
             review_state__in=OPEN_REVIEW_STATES,
             severity__in=BADGE_SEVERITIES,
             verdict__in=BADGE_VERDICTS,
+        ).exclude(  # a clock comparison's failure on a CPU is timing noise, not a suspicion (inspector.cpu_noise)
+            source=AuditFlag.Source.RUNTIME, source_name__in=CPU_NOISY_RULES, raw__hardware__istartswith="cpu"
         )
     )
     return (
