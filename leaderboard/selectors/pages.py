@@ -212,6 +212,20 @@ class CompareRow:
     b: EligibleEvaluation | None
 
     @property
+    def same_source(self) -> str:
+        """ "identical" when the two kernels are byte for byte the same file, "same code" when only comments,
+        docstrings or formatting differ (catalogue.fingerprints), "" otherwise: one kernel timed twice, so any
+        difference in speed is noise and neither is faster."""
+        if not (self.a and self.b):
+            return ""
+        a, b = self.a.kernel, self.b.kernel
+        if a.sha256 and a.sha256 == b.sha256:
+            return "identical"
+        if a.fingerprint and a.fingerprint == b.fingerprint:
+            return "same code"
+        return ""
+
+    @property
     def indistinct(self) -> bool:
         """Both kernels count and their speedups' 95 % confidence intervals overlap: the measurement cannot tell
         which is faster (two copies of one kernel timed on a busy CPU differ by noise alone)."""
@@ -227,6 +241,8 @@ class CompareRow:
     def winner(self) -> str:
         """ "a" or "b" when only one is eligible, or both are and one is distinguishably faster; "" otherwise."""
         a_ok, b_ok = bool(self.a and self.a.eligible), bool(self.b and self.b.eligible)
+        if self.same_source and a_ok == b_ok:  # one source: no winner on timing noise
+            return ""
         if a_ok != b_ok:
             return "a" if a_ok else "b"
         if self.indistinct:
@@ -243,7 +259,9 @@ class ComparePage:
     a: LLM | None
     b: LLM | None
     rows: list[CompareRow]
-    wins: dict[str, int]  # "a", "b", "indistinct" (both count, intervals overlap), "tie" (neither counts, or equal)
+    # "a", "b", "same" (one source on both sides), "indistinct" (both count, intervals overlap), "tie" (neither counts,
+    # or equal)
+    wins: dict[str, int]
     correct: dict[str, int]  # problems with an eligible kernel, per side
 
 
@@ -252,7 +270,7 @@ def compare_page(*, a_pk: int | None, b_pk: int | None, hardware: str, problem_s
     a = LLM.objects.filter(pk=a_pk).first() if a_pk else None
     b = LLM.objects.filter(pk=b_pk).first() if b_pk else None
     if not (a and b):
-        return ComparePage(a, b, [], {"a": 0, "b": 0, "indistinct": 0, "tie": 0}, {"a": 0, "b": 0})
+        return ComparePage(a, b, [], {"a": 0, "b": 0, "same": 0, "indistinct": 0, "tie": 0}, {"a": 0, "b": 0})
     evaluations = evaluations_with_verdicts().filter(
         kernel__llm__in=[a, b], is_current=True, hardware=hardware, kernel__problem__problem_set=problem_set
     )
@@ -268,10 +286,11 @@ def compare_page(*, a_pk: int | None, b_pk: int | None, hardware: str, problem_s
         CompareRow(lv, pid, *names[(lv, pid)], best[(lv, pid)].get(a.pk), best[(lv, pid)].get(b.pk))
         for lv, pid in sorted(best)
     ]
-    wins = {"a": 0, "b": 0, "indistinct": 0, "tie": 0}
+    wins = {"a": 0, "b": 0, "same": 0, "indistinct": 0, "tie": 0}
     for row in rows:
         if row.a and row.b:  # a win only where the measurement tells the two apart
-            wins[row.winner or ("indistinct" if row.indistinct else "tie")] += 1
+            outcome = row.winner or ("same" if row.same_source else "indistinct" if row.indistinct else "tie")
+            wins[outcome] += 1
     correct = {
         "a": sum(1 for r in rows if r.a and r.a.eligible),
         "b": sum(1 for r in rows if r.b and r.b.eligible),

@@ -66,3 +66,30 @@ def test_compare_opens_on_the_boards_two_best_ranked_llms(client, two_on_a_board
 def test_compare_on_a_board_with_one_llm_says_why_it_cannot_pick_two(client, two_on_a_board):
     html = client.get("/compare/", {"hardware": "b200"}).content.decode()
     assert selected(html, "a") == "elsewhere" and "Only one LLM has results on the b200 board" in html
+
+
+def test_compare_calls_identical_sources_identical_whatever_their_timings(client, add_sample):
+    """Byte-identical kernels timed on a busy CPU read 0.205x and 0.782x with intervals apart: one kernel measured
+    twice, so no winner; a copy that differs only in comments is the same code."""
+    from catalogue.fingerprints import source_fingerprint
+    from tests.factories import KERNEL_SOURCE
+
+    first, second = ProblemFactory(level=1, problem_id=1), ProblemFactory(level=1, problem_id=2)
+    evaluations = [
+        add_sample("mine", first, speedup=0.205, source=KERNEL_SOURCE, speedup_ci_low=0.201, speedup_ci_high=0.209),
+        add_sample("yours", first, speedup=0.782, source=KERNEL_SOURCE, speedup_ci_low=0.781, speedup_ci_high=0.784),
+        add_sample(
+            "mine", second, speedup=0.5, source=KERNEL_SOURCE + "# mine\n", speedup_ci_low=0.4, speedup_ci_high=0.6
+        ),
+        add_sample("yours", second, speedup=0.9, source=KERNEL_SOURCE, speedup_ci_low=0.89, speedup_ci_high=0.91),
+    ]
+    for evaluation in evaluations:  # as the upload service fingerprints every kernel
+        kernel = evaluation.kernel
+        type(kernel).objects.filter(pk=kernel.pk).update(fingerprint=source_fingerprint(kernel.source))
+    a, b = LLM.objects.get(name="mine").pk, LLM.objects.get(name="yours").pk
+    html = " ".join(client.get("/compare/", {"a": a, "b": b, "hardware": "h200"}).content.decode().split())
+    results = re.findall(r"<td data-result data-label=\"Faster\">(.*?)</td>", html)
+    assert len(results) == 2 and "identical source" in results[0] and "same code" in results[1]
+    assert "yours" not in results[0] + results[1] and "mine" not in results[0] + results[1]  # no winner
+    assert "mine wins 0, yours wins 0, 2 with the same source on both sides" in html
+    assert "<strong>0.782×</strong>" not in html
