@@ -8,11 +8,15 @@ What must hold on every page and width, not only on the pages first seen wrong:
 - a table wider than its box sits in a scroll container that shows it scrolls (the hint above it); no table is cut
   at its box's edge, and no table cell, card or card row holds content wider than itself (a badge drawn over the
   figure beside it).
+
+Set WALK_SCREENSHOTS=<folder> to save a full-page screenshot of each page at each width there (the committed ones
+are in benchmarks/results/screenshots/make-run/).
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -151,11 +155,17 @@ SIGNED_IN_PAGES = {"account": "/account/", "submit": "/submit/"}
 
 def walk(page, pages: dict[str, str], width: int) -> list[str]:
     problems = []
+    folder = os.getenv("WALK_SCREENSHOTS")
     for name, path in pages.items():
         page.goto(path)
         page.wait_for_load_state("load")
         page.wait_for_timeout(200)  # the scroll boxes are marked after layout (static/js/scroll-boxes.js)
         found = page.evaluate(LAYOUT_JS)
+        if folder:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            if page.locator(".js-plotly").count():
+                page.wait_for_function("() => !document.querySelector('.js-plotly:not([data-drawn])')", timeout=30000)
+            page.screenshot(path=str(Path(folder) / f"{name}-{width}.png"), full_page=True)
         if found["scroll"] > found["viewport"]:
             problems.append(f"{name} at {width}px: the document is {found['scroll']} px wide")
         problems += [f"{name} at {width}px: {what}" for what in found["clipped"] + found["spilled"]]
