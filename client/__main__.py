@@ -282,12 +282,26 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def error_text(exc: BaseException, url: str) -> str:
+    """What went wrong, in one sentence that names the server (urllib's own text is '<urlopen error ...>')."""
+    if isinstance(exc, ApiError):
+        return f"the server at {url} answered {exc}"
+    if isinstance(exc, TimeoutError) or isinstance(getattr(exc, "reason", None), TimeoutError):
+        return f"the server at {url} did not answer in time"
+    if isinstance(exc, urllib.error.URLError):
+        return f"cannot reach the server at {url}: {exc.reason}"
+    return f"{exc} (server {url})"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
     except (urllib.error.URLError, OSError, TimeoutError, ApiError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        message = error_text(exc, args.url)
+        if args.json:  # stdout holds one JSON document, an error too
+            print(json.dumps({"error": message, "url": args.url, "exit_code": EXIT_UNREACHABLE}))
+        print(f"error: {message}", file=sys.stderr)
         return EXIT_UNREACHABLE
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)

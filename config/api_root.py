@@ -18,7 +18,16 @@ ENDPOINTS = [
     ("kernels", "api-kernel-list", "uploaded kernels"),
     ("submissions", "api-submission-list", "uploads: POST a bundle here (token), GET one for its progress"),
     ("evaluations", "api-evaluation-list", "evaluations with their verdicts and timings"),
-    ("flags", "api-flag-list", "audit flags"),
+    (
+        "budget",
+        "api-budget-list",
+        "your compute budget (token): each limit, its use over the last 24 hours, when it frees",
+    ),
+    (
+        "webhook",
+        "api-webhook",
+        "your account's webhook (token): GET it, PUT a URL, DELETE it; called when a submission ends",
+    ),
     ("schema", "api-schema", "OpenAPI 3 schema"),
     ("docs", "api-docs", "interactive documentation"),
 ]

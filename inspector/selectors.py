@@ -21,6 +21,8 @@ from evaluator.harness.record import Check, Distribution, Record
 from evaluator.models import AuditFlag, DistributionResult, Evaluation, ProfileRequest
 from evaluator.selectors.compile_baseline import stored_compile_baselines
 from evaluator.selectors.profiles import profile_tool_unavailable
+from inspector.cpu_noise import NOISY_CHECKS, cpu_noise_flag, cpu_timed
+from inspector.figures import SpeedupOrigin, speedup_origin, timed_sides, timing_parts
 from inspector.rendering import locate_quote, parse_lines, trim_error
 from leaderboard.highlight import highlight_python, unified_diff_html
 from leaderboard.selectors.pages import evaluations_with_verdicts
@@ -38,6 +40,7 @@ class Evidence:
 class FlagView:
     flag: AuditFlag
     evidence: list[Evidence]
+    cpu_noise: bool = False  # raised by a clock-comparing check on a CPU: shown, not an open suspicion
 
     @property
     def lines(self) -> list[int]:
@@ -72,7 +75,7 @@ class KernelInspection:
     distributions: list[DistributionResult | Distribution]
     checks: list[Check]
     speedups: list[SpeedupView]
-    timing_rows: list[tuple[str, dict]]  # (side, stats)
+    timing_rows: list[tuple[str, str, dict]]  # (key, label, per-call stats) of each side with a median
     timing_extra: dict[str, Any]  # scalar timing fields: method, flush, device...
     timing_pairs: list[dict[str, Any]]  # per process pair (short problems): medians and speedup
     memory: dict[str, Any]  # candidate_peak_bytes, baseline_peak_bytes, ratio
@@ -88,6 +91,10 @@ class KernelInspection:
     stored_compile: Any = None  # evaluator.selectors.compile_baseline.StoredCompile, or None
     profiles: list[ProfileRequest] = field(default_factory=list)  # staff profile requests of this evaluation
     profile_unavailable: str = ""  # why a torch.profiler trace cannot be taken here ("" when it can)
+    timing_parts: list[tuple[str, dict]] = field(default_factory=list)  # wall clock, precision, flags... (detail)
+    origin: SpeedupOrigin | None = None  # where the headline speedup comes from (inspector.figures)
+    cpu_timing: bool = False  # timed on a CPU: its timing checks are shown, not judged (inspector.cpu_noise)
+    noise_checks: tuple[str, ...] = ()  # the checks whose failure on a CPU is timing noise, by name
     # Other uploads of the same code (same fingerprint: only comments, docstrings or formatting differ) by this LLM
     # for this problem: the board folds them with this one into one kernel, their median (ranking_compute).
     folded: list[FoldedKernel] = field(default_factory=list)
@@ -161,16 +168,15 @@ def _flag_views(flags: list[AuditFlag], source: str) -> list[FlagView]:
             if rationale and " ".join(why.split()) == rationale:
                 why = ""
             evidence.append(Evidence(lines=lines, quote=quote, why=why))
-        views.append(FlagView(flag=flag, evidence=evidence))
-    return views
+        views.append(FlagView(flag=flag, evidence=evidence, cpu_noise=cpu_noise_flag(flag)))
+    return sorted(views, key=lambda v: v.cpu_noise)  # what is not evidence comes last
 
 
-def _timing(result: Record) -> tuple[list[tuple[str, dict]], dict, list[dict[str, Any]]]:
+def _timing(result: Record) -> tuple[dict, list[dict[str, Any]]]:
     timing = result.timing.to_dict()  # the named sides, then what this harness version added (wallclock, ...)
-    rows = [(side, stats) for side, stats in timing.items() if isinstance(stats, dict)]
     extra = {k: v for k, v in timing.items() if not isinstance(v, dict | list)}
     pairs = timing.get("pairs")
-    return rows, extra, [p for p in pairs if isinstance(p, dict)] if isinstance(pairs, list) else []
+    return extra, [p for p in pairs if isinstance(p, dict)] if isinstance(pairs, list) else []
 
 
 def _memory(result: Record, evaluation: Evaluation | None) -> dict[str, Any]:
@@ -243,7 +249,7 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None, staff
                 SpeedupView("vs torch.compile (stored sweep, not paired)", stored_compile.speedup(kernel_ms))
             )
     launched = result.launched_kernels.to_dict() if result.launched_kernels is not None else None
-    timing_rows, timing_extra, timing_pairs = _timing(result)
+    timing_extra, timing_pairs = _timing(result)
     error = (evaluation.error if evaluation else "") or result.error
 
     return KernelInspection(
@@ -254,9 +260,13 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None, staff
         distributions=distributions,
         checks=result.checks,
         speedups=speedups,
-        timing_rows=timing_rows,
+        timing_rows=timed_sides(result),
         timing_extra=timing_extra,
         timing_pairs=timing_pairs,
+        timing_parts=timing_parts(result),
+        origin=speedup_origin(result, evaluation.speedup) if evaluation else None,
+        cpu_timing=bool(evaluation) and cpu_timed(result, evaluation.hardware if evaluation else None),
+        noise_checks=tuple(sorted(NOISY_CHECKS)),
         memory=_memory(result, evaluation),
         error=trim_error(error),
         flags=flags,

@@ -12,11 +12,13 @@ import json
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import plotly.graph_objects as go
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from leaderboard.chart_axes import log_axis
 from leaderboard.selectors.ranking import DECOMPOSITION_KEYS, LEVELS, Cell, LeaderboardRow
 from leaderboard.templatetags.kb_format import significant
 
@@ -51,6 +53,21 @@ def empty_reason(fig: go.Figure) -> str | None:
     return meta.get("empty") if isinstance(meta, dict) else None
 
 
+@dataclass(frozen=True)
+class Fragment:
+    """One chart card's content: its title, the figure's <div> (or the sentence saying why it is empty), and that
+    reason alone ("" when something is drawn), so a page can leave an empty card out and say why in one line."""
+
+    title: str
+    html: str
+    empty: str = ""
+
+
+def fragment(fig: go.Figure, div_id: str, title: str) -> Fragment:
+    reason = empty_reason(fig) or ""
+    return Fragment(title, to_fragment(fig, div_id), reason.removeprefix("Nothing to plot: "))
+
+
 def to_fragment(fig: go.Figure, div_id: str) -> str:
     """A <div> and its figure as JSON (drawn by static/js/charts.js after layout), or a sentence for an empty chart."""
     if reason := empty_reason(fig):
@@ -77,14 +94,6 @@ def to_fragment(fig: go.Figure, div_id: str) -> str:
     )
 
 
-def _log_range(values: Sequence[float | None], *, pad: float) -> list[float] | None:
-    """A log axis's range (in decades) around `values` and 1, padded so points and their labels sit inside."""
-    logs = [math.log10(v) for v in values if v and v > 0] + [0.0]
-    if len(logs) == 1:
-        return None
-    return [min(logs) - pad, max(logs) + pad]
-
-
 def _label_side(value: float | None, log_range: list[float] | None) -> str:
     """Where a point's label goes: inwards near either end of the x axis, above the point elsewhere."""
     if not log_range or not value or value <= 0:
@@ -107,7 +116,8 @@ def memory_speedup_figure(rows_by_level: Mapping[int, Sequence[LeaderboardRow]])
     plotted = [
         r for rows in rows_by_level.values() for r in rows if not r.is_baseline and r.speedup and r.memory_efficiency
     ]
-    x_range = _log_range([r.speedup for r in plotted], pad=0.3)
+    x_axis = log_axis([r.speedup for r in plotted], pad=0.3)
+    x_range = x_axis.get("range")
     for level, rows in sorted(rows_by_level.items()):
         points = [r for r in rows if not r.is_baseline and r.speedup and r.memory_efficiency]
         if not points:
@@ -130,11 +140,10 @@ def memory_speedup_figure(rows_by_level: Mapping[int, Sequence[LeaderboardRow]])
         )
     fig.add_vline(x=1, line_dash="dot", line_color="#57606a")
     fig.add_hline(y=1, line_dash="dot", line_color="#57606a")
-    fig.update_xaxes(type="log", title="Correct Speedup vs PyTorch TF32 (geomean, log)", range=x_range)
+    fig.update_xaxes(title="Correct Speedup vs PyTorch TF32 (geomean, log)", **x_axis)
     fig.update_yaxes(
-        type="log",
         title="Memory efficiency (baseline / kernel peak, log)",
-        range=_log_range([r.memory_efficiency for r in plotted], pad=0.2),
+        **log_axis([r.memory_efficiency for r in plotted], pad=0.2),
     )
     fig.update_layout(title="Memory vs speedup, per level", height=460, legend={"orientation": "h"})
     return fig
@@ -164,7 +173,9 @@ def speedup_cdf_figure(speedups_by_llm: Mapping[str, Sequence[float | None]]) ->
             )
         )
     fig.add_vline(x=1, line_dash="dot", line_color="#57606a")
-    fig.update_xaxes(type="log", title="Speedup vs PyTorch TF32 (log)")
+    fig.update_xaxes(
+        title="Speedup vs PyTorch TF32 (log)", **log_axis([x for xs in series.values() for x in xs], pad=0.05)
+    )
     fig.update_yaxes(title="Share of correct problems at or below", tickformat=".0%", range=[0, 1.02])
     fig.update_layout(title="Speedup CDF per LLM", height=420)
     return fig
@@ -359,7 +370,8 @@ def speed_of_light_figure(
             )
         )
     fig.add_hline(y=1, line_dash="dot", line_color="#57606a")
-    fig.update_yaxes(type="log", tickformat=".1~%", title="Roofline bound / kernel time (log)")
+    fractions = [f for points in series.values() for f, _, _ in points]
+    fig.update_yaxes(title="Roofline bound / kernel time (log)", **log_axis(fractions, pad=0.1, percent=True))
     fig.update_xaxes(tickfont={"size": 12}, automargin=True)
     fig.update_layout(title="Speed of light per LLM", height=420, legend={"orientation": "h"})
     return fig

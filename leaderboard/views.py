@@ -103,8 +103,10 @@ def _kernel_url(kernel_id: int) -> str:
 
 def _charts(
     version: str, data: LeaderboardData, level: int | None, llm_ids: list[int] | None = None, stack: str = ""
-) -> dict[str, str]:
-    """The chart fragments; rendering a figure costs more than reading the board, so they are cached beside it."""
+) -> dict[str, charts.Fragment]:
+    """The chart fragments; rendering a figure costs more than reading the board, so they are cached beside it. A
+    chart with nothing to draw here (memory and speed of light on a CPU board) is left out by the page, which says
+    why in one line (templates/leaderboard/_charts.html)."""
     llm_ids = llm_ids if llm_ids is not None else list(data.llms)
     levels = [level] if level else list(LEVELS)
     rows_by_level = {lv: [r for r in data.rows.get(lv, []) if r.llm_id in llm_ids] for lv in levels}
@@ -119,20 +121,28 @@ def _charts(
     problems = {pk: p for pk, p in data.problems.items() if pk in in_level}
     llms = {i: data.llms[i] for i in llm_ids}
     out = {
-        "scatter": lambda: charts.to_fragment(charts.memory_speedup_figure(rows_by_level), "chart-memory-speedup"),
-        "cdf": lambda: charts.to_fragment(charts.speedup_cdf_figure(speedups), "chart-speedup-cdf"),
-        "decomposition": lambda: charts.to_fragment(
-            charts.decomposition_figure(charts.level_counters(data.decomposition, llm_ids)), "chart-decomposition"
+        "scatter": lambda: charts.fragment(
+            charts.memory_speedup_figure(rows_by_level), "chart-memory-speedup", "Memory vs speedup, per level"
         ),
-        "heatmap": lambda: charts.to_fragment(
-            charts.heatmap_figure(problems, llms, data.cells, _kernel_url, data.failures), "chart-heatmap"
+        "cdf": lambda: charts.fragment(charts.speedup_cdf_figure(speedups), "chart-speedup-cdf", "Speedup CDF per LLM"),
+        "decomposition": lambda: charts.fragment(
+            charts.decomposition_figure(charts.level_counters(data.decomposition, llm_ids)),
+            "chart-decomposition",
+            "What changes the verdict: TF32 baseline vs hidden tests",
         ),
-        "sol": lambda: charts.to_fragment(
-            charts.speed_of_light_figure(problems, llms, data.cells, _kernel_url), "chart-speed-of-light"
+        "sol": lambda: charts.fragment(
+            charts.speed_of_light_figure(problems, llms, data.cells, _kernel_url),
+            "chart-speed-of-light",
+            "Speed of light per LLM",
+        ),
+        "heatmap": lambda: charts.fragment(
+            charts.heatmap_figure(problems, llms, data.cells, _kernel_url, data.failures),
+            "chart-heatmap",
+            "Per-problem speedup",
         ),
     }
     return {
-        name: cached(cache_key(version, "chart", data.hardware, data.problem_set, name, tag), build)
+        name: cached(cache_key(version, "chart-card", data.hardware, data.problem_set, name, tag), build)
         for name, build in out.items()
     }
 

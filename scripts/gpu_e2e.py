@@ -177,8 +177,8 @@ def main(argv: list[str] | None = None) -> int:
                 str(bundle_path),
                 "--llm",
                 llm,
-                "--organisation",
-                f"{facts.get('gpu') or 'CPU'} · torch {facts['torch']} · CUDA {facts['cuda']}",
+                "--organisation",  # who made the kernels; the hardware and stack are in the notes and the records
+                "KernelBench-Verified end-to-end run",
                 "--notes",
                 label,
                 "--hardware",

@@ -4,17 +4,24 @@ Both processes share VAR_DIR (SQLite database and the filesystem broker). This s
 that exits (a worker killed by the kernel's OOM killer, a crash) is restarted with a backoff (1 s, doubling up to
 60 s, back to 1 s after a minute of good health) while the other keeps running, so the site keeps serving. Each
 runs in its own process group, so stopping or restarting one also ends its children (Celery's pool processes).
-Ctrl-C or SIGTERM stops everything.
+
+Ctrl-C, SIGTERM or SIGHUP (the terminal closed) stops everything: each child's own process is asked to stop (the
+worker's warm shutdown ends its pool itself, so its log shows no pool process killed by a signal), and whatever is
+left of its group after the grace period is killed. Since the children run in groups of their own, a signal to
+make's process group reaches only this script; if it dies without stopping them (SIGKILL), the kernel sends each
+child SIGTERM (Linux's parent-death signal), so nothing outlives `make run`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +30,22 @@ BIN = Path(sys.executable).parent
 BACKOFF_MAX = 60.0
 HEALTHY_AFTER = 60.0  # seconds of uptime after which a restart starts again from the shortest backoff
 STOP_GRACE = 20.0
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent(parent: int) -> Callable[[], None] | None:
+    """Run in the child before exec: the kernel sends it SIGTERM when this script dies, however it dies (SIGKILL
+    to make's process group included). None off Linux, where children are stopped only by this script."""
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def arm() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the script died before the line above: no signal would come
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return arm
 
 
 @dataclass
@@ -39,7 +62,9 @@ class Child:
     restarts: int = field(default=0)
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(self.argv, cwd=ROOT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            self.argv, cwd=ROOT, start_new_session=True, preexec_fn=_die_with_parent(os.getpid())
+        )
         self.started, self.restart_at = time.monotonic(), None
         print(f"run_all: {self.name} started (pid {self.proc.pid})", flush=True)
 
@@ -60,8 +85,12 @@ class Child:
             self.start()
 
     def send(self, signum: int) -> None:
+        """Ask the child's own process to stop; it ends its children itself (a signal to the whole group would
+        reach Celery's pool processes before the worker's warm shutdown does, and the worker logs that as an
+        ERROR). wait() kills what is left of the group."""
         if self.proc is not None and self.proc.poll() is None:
-            _kill_group(self.proc.pid, signum)
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signum)
 
     def wait(self, deadline: float) -> None:
         if self.proc is None:
@@ -82,7 +111,16 @@ class _Stop(Exception):
     pass
 
 
+_stopping = False
+
+
 def _raise_stop(signum: int, frame: object) -> None:
+    """Once: make passes its own SIGTERM on to this script, which then gets two at once, and a second _Stop raised
+    inside the stopping code would leave the children running."""
+    global _stopping
+    if _stopping:
+        return
+    _stopping = True
     raise _Stop
 
 
@@ -115,8 +153,8 @@ def children() -> list[Child]:
 
 def main() -> int:
     procs = children()
-    signal.signal(signal.SIGTERM, _raise_stop)
-    signal.signal(signal.SIGINT, _raise_stop)
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, _raise_stop)
     try:
         for child in procs:
             child.start()
@@ -129,8 +167,8 @@ def main() -> int:
     except (_Stop, KeyboardInterrupt):
         pass
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_IGN)
         for child in procs:
             child.send(child.stop_signal)
         deadline = time.monotonic() + STOP_GRACE

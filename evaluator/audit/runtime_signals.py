@@ -112,6 +112,8 @@ BASELINE_SLOWED = "while the baseline was timed"
 
 # Signals that compare clocks or timings: on a GPU they expose hidden work; on a shared CPU they are mostly noise.
 CPU_NOISY_SIGNALS = {"timing_crosscheck", "fresh_input_timing", "implausible_speed"}
+# The flags they raise (AuditFlag.source_name), which the pages show as "not evidence" for a CPU evaluation.
+CPU_NOISY_RULES = frozenset(f"runtime:{rule}" for rule in CPU_NOISY_SIGNALS)
 
 # Checks about the measurement, not the kernel's conduct: a failure is no sign of a hack. timing_stable: the process
 # pairs disagreed to the end, so the figure is shown but not ranked (evaluator/selectors/eligibility.py).

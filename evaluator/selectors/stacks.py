@@ -14,12 +14,21 @@ from evaluator.selectors.eligibility import standing_q
 
 # (environment key, label): the parts of a stack whose change can change a verdict.
 STACK_KEYS = (("torch", "torch"), ("cuda", "CUDA"), ("driver", "driver"), ("device_name", "GPU"))
+# A CPU's record names its device "cpu": its part of the label reads "CPU", not "GPU cpu".
+CPU_PART = "CPU"
+
+
+def _stack_part(key: str, label: str, value: object) -> str:
+    if key == "device_name" and str(value).lower() == "cpu":
+        return CPU_PART
+    return f"{label} {value}"
 
 
 def stack_label(environment: dict[str, Any] | None) -> str:
-    """ "torch 2.13.0 / CUDA 13.0 / GPU NVIDIA H200" (only the parts the record has); "" when it has none."""
+    """ "torch 2.13.0 / CUDA 13.0 / GPU NVIDIA H200", or "torch 2.13.0+cpu / CPU" (only the parts the record has);
+    "" when it has none."""
     env = environment or {}
-    return " / ".join(f"{label} {env[key]}" for key, label in STACK_KEYS if env.get(key))
+    return " / ".join(_stack_part(key, label, env[key]) for key, label in STACK_KEYS if env.get(key))
 
 
 def evaluation_stack(evaluation: Evaluation) -> str:
@@ -95,13 +104,19 @@ def stack_q(label: str) -> Q:
         return Q()
     keys = {name: key for key, name in STACK_KEYS}
     q = Q()
+    named = set()
     for part in label.split(" / "):
+        if part == CPU_PART:
+            named.add("device_name")
+            q &= Q(result__environment__device_name__iexact="cpu")
+            continue
         name, _, value = part.partition(" ")
         if name not in keys or not value:
             return Q(pk__in=[])  # not a stack this site writes: nothing matches
+        named.add(keys[name])
         q &= Q(**{f"result__environment__{keys[name]}": value})
-    for key, name in STACK_KEYS:  # parts the label leaves out are absent from the record
-        if name not in {p.partition(" ")[0] for p in label.split(" / ")}:
+    for key, _ in STACK_KEYS:  # parts the label leaves out are absent from the record
+        if key not in named:
             q &= Q(**{f"result__environment__{key}__isnull": True}) | Q(**{f"result__environment__{key}": None})
     return q
 

@@ -9,8 +9,9 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from catalogue.models import LLM, Problem, Submission
+from evaluator.audit.runtime_signals import CPU_NOISY_RULES
 from evaluator.models import AuditFlag, Baseline, Evaluation
-from leaderboard.selectors.ranking import with_eligibility
+from leaderboard.selectors.ranking import leaderboard_data, with_eligibility
 from leaderboard.selectors.ranking_compute import EligibleEvaluation
 
 OPEN_REVIEW_STATES = (AuditFlag.Review.SUSPECTED, AuditFlag.Review.CORROBORATED)
@@ -31,6 +32,8 @@ def evaluations_with_verdicts() -> QuerySet[EligibleEvaluation]:
             review_state__in=OPEN_REVIEW_STATES,
             severity__in=BADGE_SEVERITIES,
             verdict__in=BADGE_VERDICTS,
+        ).exclude(  # a clock comparison's failure on a CPU is timing noise, not a suspicion (inspector.cpu_noise)
+            source=AuditFlag.Source.RUNTIME, source_name__in=CPU_NOISY_RULES, raw__hardware__istartswith="cpu"
         )
     )
     return (
@@ -166,6 +169,39 @@ def llm_organisations() -> list[str]:
     return sorted(set(LLM.objects.exclude(organisation="").values_list("organisation", flat=True)))
 
 
+def llm_boards(*, llm_ids: list[int]) -> dict[int, list[tuple[str, str, int]]]:
+    """Per LLM, the boards its results are on: (hardware, problem set, kernels with a current evaluation there),
+    most kernels first; one query for a page of the LLM index."""
+    rows = (
+        Evaluation.objects.filter(kernel__llm_id__in=llm_ids, is_current=True)
+        .values_list("kernel__llm_id", "hardware", "kernel__problem__problem_set")
+        .annotate(n=Count("kernel", distinct=True))
+        .order_by()
+    )
+    out: dict[int, list[tuple[str, str, int]]] = {}
+    for llm_id, hardware, problem_set, n in rows:
+        out.setdefault(llm_id, []).append((hardware, problem_set, n))
+    return {k: sorted(v, key=lambda b: (-b[2], b[0], b[1])) for k, v in out.items()}
+
+
+def board_llm_ids(*, hardware: str, problem_set: str, version: str) -> list[int]:
+    """The LLMs of one board (all levels), best-ranked first (the cached board)."""
+    rows = leaderboard_data(hardware=hardware, problem_set=problem_set, version=version).rows.get(None, [])
+    return [row.llm_id for row in rows if not row.is_baseline and row.llm_id is not None]
+
+
+def compare_preselect(
+    *, ranked: list[int], a: int | None, b: int | None, open_sides: set[str]
+) -> tuple[int | None, int | None]:
+    """The two LLMs /compare/ opens on: those asked for; a side in `open_sides` (the query does not name it) takes
+    the board's best-ranked LLM not already on the other side (`ranked`: the board's LLM ids, best first)."""
+    if "a" in open_sides:
+        a = next((pk for pk in ranked if pk != b), None)
+    if "b" in open_sides:
+        b = next((pk for pk in ranked if pk != a), None)
+    return a, b
+
+
 @dataclass
 class CompareRow:
     level: int
@@ -174,6 +210,20 @@ class CompareRow:
     problem_pk: int
     a: EligibleEvaluation | None  # each LLM's best current evaluation of the problem (ranked first), or None
     b: EligibleEvaluation | None
+
+    @property
+    def same_source(self) -> str:
+        """ "identical" when the two kernels are byte for byte the same file, "same code" when only comments,
+        docstrings or formatting differ (catalogue.fingerprints), "" otherwise: one kernel timed twice, so any
+        difference in speed is noise and neither is faster."""
+        if not (self.a and self.b):
+            return ""
+        a, b = self.a.kernel, self.b.kernel
+        if a.sha256 and a.sha256 == b.sha256:
+            return "identical"
+        if a.fingerprint and a.fingerprint == b.fingerprint:
+            return "same code"
+        return ""
 
     @property
     def indistinct(self) -> bool:
@@ -191,6 +241,8 @@ class CompareRow:
     def winner(self) -> str:
         """ "a" or "b" when only one is eligible, or both are and one is distinguishably faster; "" otherwise."""
         a_ok, b_ok = bool(self.a and self.a.eligible), bool(self.b and self.b.eligible)
+        if self.same_source and a_ok == b_ok:  # one source: no winner on timing noise
+            return ""
         if a_ok != b_ok:
             return "a" if a_ok else "b"
         if self.indistinct:
@@ -207,7 +259,9 @@ class ComparePage:
     a: LLM | None
     b: LLM | None
     rows: list[CompareRow]
-    wins: dict[str, int]  # "a", "b", "indistinct" (both count, intervals overlap), "tie" (neither counts, or equal)
+    # "a", "b", "same" (one source on both sides), "indistinct" (both count, intervals overlap), "tie" (neither counts,
+    # or equal)
+    wins: dict[str, int]
     correct: dict[str, int]  # problems with an eligible kernel, per side
 
 
@@ -216,7 +270,7 @@ def compare_page(*, a_pk: int | None, b_pk: int | None, hardware: str, problem_s
     a = LLM.objects.filter(pk=a_pk).first() if a_pk else None
     b = LLM.objects.filter(pk=b_pk).first() if b_pk else None
     if not (a and b):
-        return ComparePage(a, b, [], {"a": 0, "b": 0, "indistinct": 0, "tie": 0}, {"a": 0, "b": 0})
+        return ComparePage(a, b, [], {"a": 0, "b": 0, "same": 0, "indistinct": 0, "tie": 0}, {"a": 0, "b": 0})
     evaluations = evaluations_with_verdicts().filter(
         kernel__llm__in=[a, b], is_current=True, hardware=hardware, kernel__problem__problem_set=problem_set
     )
@@ -232,10 +286,11 @@ def compare_page(*, a_pk: int | None, b_pk: int | None, hardware: str, problem_s
         CompareRow(lv, pid, *names[(lv, pid)], best[(lv, pid)].get(a.pk), best[(lv, pid)].get(b.pk))
         for lv, pid in sorted(best)
     ]
-    wins = {"a": 0, "b": 0, "indistinct": 0, "tie": 0}
+    wins = {"a": 0, "b": 0, "same": 0, "indistinct": 0, "tie": 0}
     for row in rows:
         if row.a and row.b:  # a win only where the measurement tells the two apart
-            wins[row.winner or ("indistinct" if row.indistinct else "tie")] += 1
+            outcome = row.winner or ("same" if row.same_source else "indistinct" if row.indistinct else "tie")
+            wins[outcome] += 1
     correct = {
         "a": sum(1 for r in rows if r.a and r.a.eligible),
         "b": sum(1 for r in rows if r.b and r.b.eligible),

@@ -193,9 +193,12 @@ def parse_sort(sort: str | None) -> tuple[str, bool]:
 
 
 def sort_rows(rows: list[LeaderboardRow], sort: str | None) -> list[LeaderboardRow]:
+    """The LLM rows sorted by `sort`, then the baseline rows in their own fixed order (TF32, FP32, torch.compile):
+    PyTorch itself is a reference under the ranked LLMs on every page, width and sort, never ranked among them."""
     key, descending = parse_sort(sort)
-    present = [r for r in rows if r.sort_value(key) is not None]
-    missing = [r for r in rows if r.sort_value(key) is None]
+    llms = [r for r in rows if not r.is_baseline]
+    present = [r for r in llms if r.sort_value(key) is not None]
+    missing = [r for r in llms if r.sort_value(key) is None]
     # Missing values always go last, whatever the direction; ties keep the verified ranking order.
     present.sort(key=lambda r: r.sort_value(key), reverse=descending)  # type: ignore[arg-type,return-value]
-    return present + missing
+    return present + missing + [r for r in rows if r.is_baseline]

@@ -13,7 +13,7 @@ from typing import Any
 
 from django import template
 from django.urls import NoReverseMatch
-from django.utils.html import format_html
+from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 
 from evaluator.harness.record import Record
@@ -282,6 +282,16 @@ def url_or_empty(obj: object) -> str:
         return obj.get_absolute_url()  # type: ignore[attr-defined]
     except (NoReverseMatch, AttributeError):
         return ""
+
+
+_SOFT_BREAK = re.compile(r"(?<=\w)([._/])(?=\w)")
+
+
+@register.filter
+def soft_breaks(text: object) -> str:
+    """Escaped text with a line-break opportunity (<wbr>) after each dot, underscore or slash inside a word, so a
+    header such as "vs torch.compile" may wrap after "torch." instead of widening its column."""
+    return mark_safe(_SOFT_BREAK.sub(r"\1<wbr>", str(escape(text))))  # escaped first; only <wbr> is added
 
 
 @register.filter

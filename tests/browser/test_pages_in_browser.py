@@ -85,7 +85,7 @@ CHARTS = ("chart-memory-speedup", "chart-speedup-cdf", "chart-decomposition", "c
 
 
 def names(page) -> list[str]:
-    return page.locator("table.board tbody tr").evaluate_all("rows => rows.map(r => r.dataset.name)")
+    return page.locator("table.board tbody tr[data-name]").evaluate_all("rows => rows.map(r => r.dataset.name)")
 
 
 def test_leaderboard_sorts_and_filters(page, board, screenshot):
@@ -183,3 +183,22 @@ def test_seeded_leaderboard_screenshot(page, screenshot, problems_jsonl):
     overflow = page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     assert overflow, "the page itself must not scroll sideways on a phone"
     screenshot(page, "leaderboard-phone")
+
+
+@pytest.mark.parametrize("sort", ["", "?sort=speedup"])
+def test_board_rows_read_in_one_order_at_every_width(page, board, sort):
+    """The same board in the same order on a laptop and a phone (the phone's cards once moved the baselines to the
+    end while the laptop sorted them among the LLMs): the LLMs as sorted, then PyTorch's baselines."""
+    orders = {}
+    for width in (1400, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto("/" + sort)
+        rows = page.locator("#board tbody tr[data-name]").evaluate_all(
+            "rs => rs.map(r => [r.getBoundingClientRect().top, r.dataset.name, r.classList.contains('baseline-row')])"
+        )
+        orders[width] = [(name, is_baseline) for _, name, is_baseline in sorted(rows)]  # as seen, top to bottom
+    assert orders[1400] == orders[390]
+    kinds = [is_baseline for _, is_baseline in orders[1400]]
+    assert kinds == sorted(kinds) and kinds.count(True) == 2  # every LLM above every baseline
+    group = page.locator("#baseline-group")
+    assert "not ranked" in group.inner_text() and group.is_visible()

@@ -121,3 +121,21 @@ def test_bundle_zips_a_kernelbench_run_folder_the_server_accepts(tmp_path, capsy
     parsed = parse_bundle(filename="run.zip", data=out.read_bytes())
     assert sorted((e.level, e.problem_id, e.sample) for e in parsed.entries) == [(1, 1, 0), (1, 2, 1)]
     assert cli.main(["bundle", str(tmp_path / "empty-missing")]) == cli.EXIT_NO_KERNEL
+
+
+def test_json_with_the_server_down_prints_a_json_error_on_stdout(capsys, tmp_path):
+    """A real connection to a port nobody listens on: stdout is still one JSON document, saying what went wrong."""
+    import socket
+
+    with socket.socket() as probe:  # a free port, closed again: nothing answers there
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    (tmp_path / "run.zip").write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    for argv in (["submit", str(tmp_path / "run.zip"), "--llm", "m"], ["status", "7"]):
+        code = cli.main([*argv, "--url", url, "--token", "t", "--json"])
+        out = capsys.readouterr()
+        assert code == cli.EXIT_UNREACHABLE
+        answer = json.loads(out.out)
+        assert answer["url"] == url and answer["exit_code"] == cli.EXIT_UNREACHABLE
+        assert answer["error"].startswith(f"cannot reach the server at {url}")
+        assert "urlopen error" not in out.err and out.err.startswith("error: cannot reach the server")

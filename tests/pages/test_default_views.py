@@ -109,3 +109,17 @@ def test_the_api_root_lists_the_endpoints(client):
     assert body["schema"].endswith("/api/schema/") and "submissions" in body["about"]
     for key in ("llms", "problems", "kernels", "evaluations", "docs"):
         assert client.get(body[key].replace("http://testserver", "")).status_code == 200
+
+
+def test_the_api_root_lists_every_collection_and_the_account_endpoints(client):
+    """Every list route of every app's router, and the account's budget and webhook, are on /api/."""
+    from django.urls import get_resolver, reverse
+
+    body = client.get("/api/", HTTP_ACCEPT="application/json").json()
+    listed = {url.replace("http://testserver", "") for key, url in body.items() if key != "about"}
+    names = [n for n in get_resolver().reverse_dict if isinstance(n, str) and n.startswith("api-")]
+    wanted = sorted(n for n in names if n.endswith("-list") or n == "api-webhook")
+    assert "api-budget-list" in wanted and "api-webhook" in wanted
+    assert [n for n in wanted if reverse(n) not in listed] == []
+    assert body["budget"].endswith("/api/budget/") and body["webhook"].endswith("/api/webhook/")
+    assert "token" in body["about"]["budget"] and "webhook" in body["about"]["webhook"]

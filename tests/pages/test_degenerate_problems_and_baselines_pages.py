@@ -76,7 +76,7 @@ def test_board_badges_the_degenerate_problem_and_counts_baseline_evaluations(cli
     BaselineFactory(problem=problem, precision=Baseline.Precision.FP32, median_ms=2.0, evaluations=5)
     html = client.get(reverse("leaderboard:index")).content.decode()
     assert "L2/99" in html and "degenerate (from data)" in html
-    assert '7 <small class="muted">evaluations</small>' in html and "5 <small" in html
+    assert '7 <small class="muted count-word">evaluations</small>' in html and "5 <small" in html
     assert "40.00×" not in html  # the degenerate problem's kernel is not counted
     page = client.get(problem.get_absolute_url()).content.decode()
     assert "Evaluations</th>" in page

@@ -49,13 +49,14 @@ def test_board_shows_llms_baselines_and_metadata(client, small_board):
 
 def test_level_filter_and_server_side_sort(client, small_board):
     html = client.get(reverse("leaderboard:index"), {"level": "1", "sort": "speedup"}).content.decode()
-    assert row_names(html) == ["slow-llm", "PyTorch eager (FP32)", "PyTorch eager (TF32)", "fast-llm"]
+    # The LLMs sorted, the baselines under them in their own order whatever the sort.
+    assert row_names(html) == ["slow-llm", "fast-llm", "PyTorch eager (TF32)", "PyTorch eager (FP32)"]
     assert "3.00×" in html
     assert re.search(r'data-key="speedup"[^>]*aria-sort="ascending"', html)
     # The active header links to the opposite direction; the level filter is kept.
     assert re.search(r'href="\?level=1&amp;sort=-speedup"', html)
     html = client.get(reverse("leaderboard:index"), {"sort": "name"}).content.decode()
-    assert row_names(html)[0] == "fast-llm" and row_names(html)[-1] == "slow-llm"
+    assert row_names(html) == ["fast-llm", "slow-llm", "PyTorch eager (TF32)", "PyTorch eager (FP32)"]
 
 
 def test_unknown_hardware_renders_an_empty_board(client, small_board):
@@ -139,3 +140,14 @@ def test_board_queries_do_not_grow_with_data(client, add_sample, django_assert_m
         assert client.get("/?level=3&sort=name").status_code == 200
     with django_assert_max_num_queries(1):
         assert client.get(reverse("leaderboard-api")).status_code == 200
+
+
+def test_a_baseline_row_says_what_its_figures_are_and_shows_no_fast_p(client, small_board):
+    html = client.get(reverse("leaderboard:index")).content.decode()
+    group = html.split('id="baseline-group"')[1].split("</tr>")[0]
+    assert "not ranked" in group and "TF32 eager time / their time" in group
+    fp32 = html.split('data-name="PyTorch eager (FP32)">')[1].split("</tr>")[0]
+    before_speedup = fp32.split('data-col="speedup"')[0]
+    assert re.findall("([0-9.]+)\u202f%", before_speedup) == ["100.0"]  # its coverage only: no Fast@p, correct %
+    assert 'data-label="TF32 time / its time"' in fp32 and "0.500× <small" in fp32 and "vs TF32" in fp32
+    assert 'data-label="Fast@1 (ranking)"' not in fp32

@@ -62,8 +62,9 @@ def test_leaderboard_page_draws_the_speed_of_light_chart(client, add_sample):
 
 
 @pytest.mark.django_db
-def test_cpu_board_explains_the_empty_speed_of_light_chart(client, add_sample):
+def test_cpu_board_leaves_the_speed_of_light_chart_out_and_says_why(client, add_sample):
     add_sample("m", ProblemFactory(level=1, problem_id=1), hardware="cpu")
     html = client.get(reverse("leaderboard:index"), {"hardware": "cpu"}).content.decode()
-    assert '<p class="chart-empty" id="chart-speed-of-light">' in html
-    assert "no GPU evaluations with known device peaks yet" in html
+    assert 'id="chart-speed-of-light"' not in html  # no empty card
+    left_out = html.split('id="charts-left-out"')[1].split("</ul>")[0]
+    assert "Speed of light per LLM</strong> is not drawn here: no GPU evaluations with known device peaks" in left_out
