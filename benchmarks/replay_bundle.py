@@ -55,7 +55,8 @@ H200_GIB = 139.80  # torch's total_memory of the H200 (the out-of-memory message
 PAIRS_BELOW_MS = 1.0  # protocol.Options.pairs_below_ms: a sub-ms baseline is timed in process_pairs (2) pairs
 # Launch-bound (timed in several pairs: pair_policy.pairs_wanted) when the TF32 baseline spends under this much GPU
 # time per operator its forward dispatches on the meta device: measured, the eight cuDNN RNNs of L3 sit at 0.7-1.5 us
-# per operator and the launch-bound CNNs at 10-24 (3-4 pairs each), every problem a run timed in one pair above 90.
+# per operator and the launch-bound CNNs at 10-24 (3-4 pairs each), every problem a run timed in one pair only
+# above 170 (benchmarks/results/*/*.jsonl).
 LAUNCH_US_PER_OP = 25.0
 
 
@@ -141,7 +142,7 @@ class Source:
         """The item's job (a row's if any is left for its key, else its class's medians) and whether from a row."""
         key = item["key"]
         rows = self.by_key.get(key, [])
-        compile_s = median(self.compiles) if self.compiles else 90.0
+        compile_s = median(self.compiles) if self.compiles else 90.0  # no compile row: about what bundle-3 took
         if used.get(key, 0) < len(rows):
             job = rows[used.get(key, 0)]
             used[key] = used.get(key, 0) + 1

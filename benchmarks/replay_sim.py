@@ -230,8 +230,8 @@ class Simulation:
         cpu += [s for s in standbys if s[0] > EPS] + [left for _, left in self.building]
         out = [(w, min(1.0, self.p.cpu_parallelism / len(cpu))) for w in cpu]
         for g, gpu in enumerate(self.gpus):
-            if gpu.holder is not None:
-                out.append((gpu.holder, 1.0))
+            # whoever the lock made a holder times alone (the lock's own rules keep that to one)
+            out += [(r, 1.0) for r in self.runs if r.gpu == g and r.holds and r.state == "run"]
             shared = [r for r in self.runs if r.gpu == g and r.state == "run" and r.mode == "shared"]
             if gpu.holder is not None or gpu.queue:  # the turnstile: only holds already taken go on
                 shared = [r for r in shared if r.begun] if self.p.shared_holds == "phase" else []
@@ -276,16 +276,18 @@ class Simulation:
         for g, gpu in enumerate(self.gpus):
             if gpu.holder is not None or any(r.gpu == g and r.mode == "shared" for r in runs):
                 gpu.busy += dt
-            if gpu.holder is not None and gpu.holder.drain > EPS:
-                gpu.holder.out.lock_wait += dt
+        for run in (r for r in runs if r.holds):
+            gpu = self.gpus[run.gpu]
+            if run.drain > EPS:
+                run.out.lock_wait += dt
                 gpu.drain += dt
-            elif gpu.holder is not None:
-                self.trace.append(("exclusive", g, gpu.holder.job.key, self.t, self.t + dt))
-                gpu.exclusive += dt
-                gpu.holder.out.exclusive += dt
-                if gpu.holder.job.segments[gpu.holder.index].role == "loop":
-                    gpu.loops += dt
-                    gpu.holder.out.loops += dt
+                continue
+            self.trace.append(("exclusive", run.gpu, run.job.key, self.t, self.t + dt))
+            gpu.exclusive += dt
+            run.out.exclusive += dt
+            if run.job.segments[run.index].role == "loop":
+                gpu.loops += dt
+                run.out.loops += dt
         for run in self.runs:
             if run.state == "memory":
                 run.out.memory_wait += dt
