@@ -113,6 +113,22 @@ class Source:
             [s.work - prep for j, prep in preps for s in j.segments if s.role == "pair_start"]
         )
 
+    def evidence(self, expected: dict[str, float | None]) -> dict[str, Any]:
+        """What the fills rest on: the reference build's host seconds per second of counting, a later pair's start
+        beyond it, the GPU time per dispatched operator of the problems the rows timed in one pair and in several
+        (sub-ms ones aside: they get two pairs for their length), and the problems that declare the whole device."""
+        per_op: dict[str, list[float]] = {"one pair": [], "several pairs": []}
+        for key, pairs in self.known_pairs.items():
+            ops, ms = (self.counts(key) or {}).get("ops"), expected.get(key)
+            if ops and ms and ms >= PAIRS_BELOW_MS:
+                per_op["one pair" if pairs == 1 else "several pairs"].append(ms * 1000 / ops)
+        return {
+            "prep_s_per_count_s": round(self.prep_per_count_s, 3),
+            "pair_start_beyond_prep_s": round(self.pair_start_extra, 2),
+            "us_per_operator": {k: [round(min(v), 1), round(max(v), 1)] for k, v in per_op.items() if v},
+            "whole_device_declarations": sorted(k for k in self.table if self.declared(k) >= self.capacity),
+        }
+
     def counts(self, key: str) -> dict[str, Any] | None:
         got = self.table.get(key)
         return got if isinstance(got, dict) else None
@@ -335,6 +351,7 @@ def main() -> int:
             print(check_row(args.check.stem, out))
             return 0
     out["class_medians_of_rows"] = {c: {k: round(v, 2) for k, v in m.items()} for c, m in source.medians.items()}
+    out["fills"] = source.evidence({b["key"]: b["expected_ms"] for b in load_bundle([1, 2, 3])})
     print(json.dumps(out, indent=1, default=lambda v: str(v) if not isinstance(v, float) or math.isfinite(v) else None))
     return 0
 
