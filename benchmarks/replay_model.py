@@ -1,0 +1,102 @@
+"""What the bundle replay simulates (replay_sim.py): segments of uncontended work in roles, evaluations (jobs)
+made of them, and the policy that says how each role holds the GPU. Standard library only."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+CPU_ROLES = frozenset({"spawn", "prep", "pair_start", "shutdown", "compile"})
+SHARED_ROLES = frozenset({"correctness", "setup", "recheck", "checks", "profile"})
+LOOP_ROLES = frozenset({"loop", "loop_other"})
+TIMING_ROLES = frozenset({"setup", "loop", "loop_other", "recheck", "checks"})
+MARKERS = frozenset({"admit", "release"})
+EPS = 1e-9
+# The GPU's capacity for shared work, in GPUs (without MPS, contexts of different processes take turns); the host's
+# for start-ups and other host work, in start-ups at full speed; the seconds a timer granted the device waits for
+# shared commands in flight. The last two fitted to the 2026-12-04 H200 rows (replay_bundle.py --calibrate;
+# benchmarks/results/replay.md).
+SHARED_PARALLELISM = 1.0
+CPU_PARALLELISM = 6.0
+DRAIN_S = 1.5
+GRACE_S = 30.0  # evaluator/runner.py GRACE_SECONDS: the backstop that kills an evaluation past its timeout
+
+
+@dataclass
+class Segment:
+    role: str
+    work: float = 0.0
+    gpu_s: float = 0.0  # of its work, seconds the GPU computes (shared roles)
+
+    def gpu_share(self) -> float:
+        return min(1.0, self.gpu_s / self.work) if self.work > EPS else 0.0
+
+
+def stretch(shares: list[float], parallelism: float) -> float:
+    """The factor s >= 1 by which GPU work stretches when segments with these GPU shares run at once: the demand
+    sum(g / (1 - g + g s)) equals `parallelism` (1 when it fits without stretching)."""
+    if sum(shares) <= parallelism:
+        return 1.0
+    low, high = 1.0, 2.0
+    while sum(g / (1 - g + g * high) for g in shares) > parallelism:
+        low, high = high, high * 2
+    for _ in range(40):
+        mid = (low + high) / 2
+        low, high = (mid, high) if sum(g / (1 - g + g * mid) for g in shares) > parallelism else (low, mid)
+    return high
+
+
+def shared_rate(share: float, factor: float) -> float:
+    return 1.0 / (1.0 - share + share * factor)
+
+
+@dataclass
+class Job:
+    """One evaluation: its class, declared memory, start-up work and the segments after it (from `admit` to
+    `release`). `compile_s` > 0: a load_inline kernel, built first by a compile job and queued when built."""
+
+    key: str
+    cls: str
+    declared: int
+    footprint: int | None
+    spawn: float
+    segments: list[Segment]
+    pairs: int = 1
+    compile_s: float = 0.0
+
+
+@dataclass
+class Policy:
+    slots: int = 8
+    gpus: int = 1
+    prestart: bool = True
+    exclusive: str = "loops"  # "loops": timed loops only; "timing": the whole timing phase (before 2026-12-04)
+    alone_above_mb: float = 0.0  # > 0: a problem whose input set and output pass this holds the GPU alone throughout
+    capacity: int | None = None  # bytes evaluations may declare per GPU; None: no memory admission
+    shared_parallelism: float = SHARED_PARALLELISM
+    cpu_parallelism: float = CPU_PARALLELISM
+    deadline: float = math.inf  # no evaluation starts after this (bundle_gpu.py --deadline)
+    timeout: float = 300.0
+    compile_jobs: int = 4
+    multi_pair_loop_scale: float = 1.0  # the timing budget: exclusive time of evaluations with several pairs
+    correctness_scale: float = 1.0
+    standby_s: float = 10.0  # a standby harness's start-up work (replay_work sets the rows' median)
+    # A timer granted the device first waits for the shared commands in flight to end, the turnstile closed to new
+    # ones meanwhile: the GPU serves neither (gpu_lock.py).
+    drain_s: float = DRAIN_S
+    # "command": the shared hold is taken around each worker command (today); "phase": around a whole shared phase
+    # (before 2026-12-04), so a timer waits for every shared phase in progress to end.
+    shared_holds: str = "command"
+
+    def mode(self, job: Job, role: str) -> str:
+        """How a segment holds the GPU: "cpu", "shared", "exclusive" (markers: "marker")."""
+        if role in MARKERS:
+            return "marker"
+        alone = self.alone_above_mb > 0 and (job.footprint is None or job.footprint > self.alone_above_mb * 2**20)
+        if alone and role not in ("spawn", "prep", "pair_start", "compile"):
+            return "exclusive"  # the old rule: correctness to shutdown alone (later pairs start with it given back)
+        if role in CPU_ROLES:
+            return "cpu"
+        if role in LOOP_ROLES or (self.exclusive == "timing" and role in TIMING_ROLES):
+            return "exclusive"
+        return "shared"

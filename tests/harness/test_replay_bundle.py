@@ -1,0 +1,167 @@
+"""The bundle replay (benchmarks/replay_bundle.py) keeps the GPU's rules on small synthetic evaluations: timers never
+hold the device at once, a slot runs one evaluation at a time, declared memory never passes the capacity, and one slot
+runs its evaluations back to back; and the work read from a row is its phases without the time it queued."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from benchmarks.replay_model import Job, Policy, Segment
+from benchmarks.replay_sim import Outcome, simulate
+from benchmarks.replay_work import deflate, job_of, row_pieces
+
+GIB = 2**30
+
+
+def synthetic_jobs(count: int, seed: int = 1, gib: tuple[int, int] = (1, 40)) -> list[Job]:
+    """Evaluations of one to four pairs with random work in every role and a random declaration."""
+    rng = random.Random(seed)
+    jobs = []
+    for i in range(count):
+        pairs = rng.choice([1, 1, 2, 4])
+        segments = [Segment("prep", rng.uniform(0, 2)), Segment("admit")]
+        segments.append(Segment("correctness", rng.uniform(0.5, 6), gpu_s=rng.uniform(0, 3)))
+        for pair in range(pairs):
+            if pair:
+                segments.append(Segment("pair_start", rng.uniform(5, 15)))
+            segments += [Segment("setup", rng.uniform(0.1, 2), gpu_s=0.1), Segment("loop", rng.uniform(0.5, 3))]
+            segments += [Segment("loop_other", 0.05), Segment("recheck", rng.uniform(0, 1))]
+        segments += [Segment("checks", rng.uniform(0, 2)), Segment("profile", rng.uniform(2, 5), gpu_s=0.2)]
+        segments += [Segment("shutdown", 0.3), Segment("release")]
+        declared = rng.randint(*gib) * GIB
+        jobs.append(Job(f"J{i}", "x", declared, declared // 8, rng.uniform(5, 12), segments, pairs=pairs))
+    return jobs
+
+
+def work_of(job: Job) -> float:
+    return job.spawn + sum(s.work for s in job.segments)
+
+
+POLICIES = {
+    "today": Policy(slots=8, capacity=60 * GIB),
+    "two GPUs, no standbys": Policy(slots=6, gpus=2, prestart=False, capacity=50 * GIB),
+    "the old rule": Policy(slots=6, exclusive="timing", alone_above_mb=1024, shared_holds="phase", capacity=None),
+}
+
+
+@pytest.mark.parametrize("name", POLICIES)
+def test_timers_never_hold_a_gpu_at_once(name: str) -> None:
+    trace: list[Any] = []
+    outcomes, totals = simulate(synthetic_jobs(40), POLICIES[name], trace)
+    held = sorted((gpu, start, end, key) for kind, gpu, key, start, end in trace if kind == "exclusive")
+    assert held and all(o.status == "ok" for o in outcomes)
+    for (gpu_a, _, end_a, key_a), (gpu_b, start_b, _, key_b) in zip(held, held[1:], strict=False):
+        assert gpu_a != gpu_b or start_b >= end_a - 1e-9 or key_a == key_b
+    assert totals["exclusive_s"] == pytest.approx(sum(end - start for _, start, end, _ in held))
+
+
+@pytest.mark.parametrize("name", POLICIES)
+def test_a_slot_runs_one_evaluation_at_a_time(name: str) -> None:
+    outcomes, _ = simulate(synthetic_jobs(40, seed=2), POLICIES[name])
+    by_slot: dict[int | None, list[Outcome]] = {}
+    for out in outcomes:
+        by_slot.setdefault(out.slot, []).append(out)
+    assert len(by_slot) == POLICIES[name].slots * POLICIES[name].gpus
+    for runs in by_slot.values():
+        runs.sort(key=lambda o: o.start or 0.0)
+        for before, after in zip(runs, runs[1:], strict=False):
+            assert (after.start or 0.0) >= (before.end or 0.0) - 1e-9
+
+
+def test_declared_memory_never_passes_the_capacity() -> None:
+    capacity = 50 * GIB
+    jobs = synthetic_jobs(40, seed=3, gib=(5, 45))
+    jobs[5].declared = 80 * GIB  # more than the device: it runs alone
+    trace: list[Any] = []
+    outcomes, totals = simulate(jobs, Policy(slots=8, capacity=capacity), trace)
+    memory = [entry for entry in trace if entry[0] == "memory"]
+    assert max(held for _, _, _, held, _ in memory) <= capacity
+    assert any(admitted > 1 for *_, admitted in memory)  # evaluations did share the device
+    assert totals["evaluated"] == 40 and sum(o.memory_wait for o in outcomes) > 0
+    alone = next(o for o in outcomes if o.key == "J5")
+    overlapping = [
+        o
+        for o in outcomes
+        if o is not alone and (o.start or 0) < (alone.end or 0) and (o.end or 0) > (alone.start or 0)
+    ]
+    assert alone.memory_wait > 0 and overlapping  # it waited while others ran, then ran with the device to itself
+    admitted_with_it = [
+        adm for _, _, t, _, adm in memory if (alone.start or 0) + alone.memory_wait <= t < (alone.end or 0)
+    ]
+    assert admitted_with_it and max(admitted_with_it) == 1
+
+
+@pytest.mark.parametrize("old_rule", [False, True])
+def test_one_slot_runs_back_to_back(old_rule: bool) -> None:
+    jobs = synthetic_jobs(12, seed=4)
+    policy = Policy(slots=1, prestart=False, capacity=60 * GIB)
+    if old_rule:
+        policy = Policy(slots=1, prestart=False, exclusive="timing", alone_above_mb=1024, capacity=None)
+    outcomes, totals = simulate(jobs, policy)
+    assert totals["wall_s"] == pytest.approx(sum(work_of(j) for j in jobs))
+    assert sum(o.lock_wait + o.memory_wait for o in outcomes) == 0
+
+
+def test_more_slots_overlap_host_work_but_keep_the_timers_in_turn() -> None:
+    jobs = synthetic_jobs(30, seed=5)
+    _, one = simulate(jobs, Policy(slots=1, prestart=False, drain_s=0.0, capacity=60 * GIB))
+    _, eight = simulate(jobs, Policy(slots=8, prestart=False, drain_s=0.0, capacity=60 * GIB))
+    loops = sum(s.work for j in jobs for s in j.segments if s.role in ("loop", "loop_other"))
+    assert loops <= eight["wall_s"] < one["wall_s"]
+    assert eight["exclusive_s"] == pytest.approx(loops)
+
+
+def test_the_old_rule_holds_big_problems_alone() -> None:
+    jobs = synthetic_jobs(20, seed=6)
+    _, today = simulate(jobs, Policy(slots=6, capacity=None))
+    _, old = simulate(jobs, Policy(slots=6, capacity=None, alone_above_mb=1024, exclusive="timing"))
+    assert today["exclusive_timing_share"] > 0.9 > old["exclusive_timing_share"]
+    assert old["exclusive_s"] > today["exclusive_s"]
+
+
+ROW = {
+    "key": "L9/1",
+    "phase": "evaluate",
+    "status": "ok",
+    "wall_s": 60.0,
+    "ended_at_s": 60.0,
+    "fp32_ms": 10.0,
+    "pairs": [{"pair": 1}, {"pair": 2}],
+    "phases": {
+        "workers": 10.0,
+        "start": 12.0,
+        "compile": 0.0,
+        "gpu_memory_wait": 5.0,
+        "correctness": 8.0,
+        "timing": 24.2,  # 22 s named, 2 s queued for the exclusive hold, 0.2 s of the hold beyond the loops
+        "timing_setup": 1.0,
+        "timing_loop": 2.0,
+        "timing_recheck": 1.0,
+        "pair_2_start": 11.0,
+        "timing_setup_pair_2": 1.0,
+        "timing_loop_pair_2": 1.0,
+        "timing_recheck_pair_2": 1.0,
+        "timing_checks": 4.0,
+        "profile": 6.0,
+        "shutdown": 1.0,
+        "gpu_wait": 6.0,  # 2 s before the timed loops, 4 s inside the shared phases
+        "exclusive_s": 3.2,
+        "total": 56.2,
+    },
+}
+
+
+def test_a_rows_work_is_its_phases_without_its_waits() -> None:
+    work = row_pieces(ROW)
+    assert sum(x.wait for x in work.pieces) == pytest.approx(4.0)
+    assert sum(x.seconds for x in work.pieces if x.role == "wait") == pytest.approx(5.0 + 2.0)
+    deflate([work], [], Policy(), {"L9/1": GIB})  # alone: nothing to divide out
+    job = job_of(work, "launch", 2 * GIB, GIB)
+    assert job.pairs == 2 and job.spawn == pytest.approx(10.0)
+    assert work_of(job) == pytest.approx(56.2 - 5.0 - 6.0)  # the total without the memory and lock waits
+    assert sum(s.work for s in job.segments if s.role in ("loop", "loop_other")) == pytest.approx(3.2)
+    _, totals = simulate([job], Policy(slots=1, prestart=False, capacity=100 * GIB))
+    assert totals["wall_s"] == pytest.approx(56.2 - 11.0)  # alone: no shared command of another to drain
