@@ -53,6 +53,16 @@ class Evaluation(models.Model):
     memory_ratio = models.FloatField(null=True, blank=True)
     candidate_ms = models.FloatField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # Read from the record by the projection (evaluator/records.py) so that queries filter and rank on columns, never
+    # on JSON paths: timing the harness could not stand behind (`timing.unstable`; false when the record predates the
+    # key), the roofline fraction (`speed_of_light.fraction`), and the software stack (`environment`'s torch, CUDA,
+    # driver and device name; "" where the record has none).
+    timing_unstable = models.BooleanField(default=False)
+    speed_of_light_fraction = models.FloatField(null=True, blank=True)
+    env_torch = models.CharField(max_length=200, blank=True)
+    env_cuda = models.CharField(max_length=200, blank=True)
+    env_driver = models.CharField(max_length=200, blank=True)
+    env_device_name = models.CharField(max_length=200, blank=True)
     # What this evaluation cost, charged to its uploader's and LLM's compute budget (evaluator.selectors.budget):
     # the harness's own total (phases) less its wait for the GPU lock, else the attempt's wall time.
     harness_seconds = models.FloatField(null=True, blank=True)

@@ -6,12 +6,14 @@ Kept general on purpose: defaults describe an ordinary, finished, correct evalua
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import factory
 
 from catalogue.models import LLM, Kernel, Problem, Submission
 from evaluator.harness.record import Record
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
+from evaluator.records import evaluation_columns
 
 REFERENCE_SOURCE = """import torch
 import torch.nn as nn
@@ -97,8 +99,21 @@ class KernelFactory(factory.django.DjangoModelFactory):
     sha256 = factory.LazyAttribute(lambda o: _sha(o.source))
 
 
+# The columns queries filter on that only the record decides (timing stability, speed of light, stack): a row made
+# here takes them from its `result` as the projection would, unless the test sets them itself.
+RECORD_ONLY_COLUMNS = (
+    "timing_unstable",
+    "speed_of_light_fraction",
+    "env_torch",
+    "env_cuda",
+    "env_driver",
+    "env_device_name",
+)
+
+
 class EvaluationFactory(factory.django.DjangoModelFactory):
-    """A finished evaluation; `correct`, `speedup` etc. default to a correct 1.5x kernel."""
+    """A finished evaluation; `correct`, `speedup` etc. default to a correct 1.5x kernel. The record-only columns
+    (RECORD_ONLY_COLUMNS) follow `result`."""
 
     class Meta:
         model = Evaluation
@@ -129,6 +144,25 @@ class EvaluationFactory(factory.django.DjangoModelFactory):
             checks=[],
         ).to_dict()
     )
+
+    @classmethod
+    def _create(cls, model_class: type[Evaluation], *args: Any, **kwargs: Any) -> Evaluation:
+        kwargs = record_only_columns(kwargs.get("result")) | kwargs
+        return super()._create(model_class, *args, **kwargs)
+
+
+def record_only_columns(result: dict[str, Any] | None) -> dict[str, Any]:
+    """The record-only columns (RECORD_ONLY_COLUMNS) the projection makes of `result`, to store beside it."""
+    projected = evaluation_columns(Record.from_stored(result))
+    return {name: projected[name] for name in RECORD_ONLY_COLUMNS}
+
+
+def store_result(evaluation: Evaluation, result: dict[str, Any]) -> None:
+    """Replace a row's record, and the record-only columns with what the projection makes of it."""
+    evaluation.result = result
+    for name, value in record_only_columns(result).items():
+        setattr(evaluation, name, value)
+    evaluation.save(update_fields=["result", *RECORD_ONLY_COLUMNS])
 
 
 class DistributionResultFactory(factory.django.DjangoModelFactory):
