@@ -15,7 +15,6 @@ from django.db.models import OuterRef, Subquery
 from django.http import Http404
 
 from catalogue.models import Kernel
-from evaluator.harness.orchestrator.roofline import faster_than_light
 from evaluator.harness.protocol import PRECISION_MARGIN
 from evaluator.harness.record import Check, Distribution, Record
 from evaluator.models import AuditFlag, DistributionResult, Evaluation, ProfileRequest
@@ -112,7 +111,8 @@ class KernelInspection:
 
     @property
     def faster_than_light(self) -> bool:
-        return faster_than_light(self.speed_of_light)
+        sol = self.result.speed_of_light
+        return sol is not None and sol.faster_than_light()
 
     @property
     def eligible(self) -> bool:

@@ -255,8 +255,7 @@ def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool
             seeds_commit(evaluation=evaluation, master=master, record=record)
     if result.reference_constant:
         problem_degenerate_check(problem_id=evaluation.kernel.problem_id)
-    sol = result.speed_of_light.to_dict() if result.speed_of_light is not None else None
-    problem_work_from_record(problem_id=evaluation.kernel.problem_id, speed_of_light=sol)
+    problem_work_from_record(problem_id=evaluation.kernel.problem_id, speed_of_light=result.speed_of_light)
     evaluations_release(kernel_id=evaluation.kernel_id)  # its unused bound is back: held kernels may go
     return True
 
