@@ -25,6 +25,10 @@ counts as an import of the module `pkg.name` when that is a module, else of `pkg
    - api, views_*, admin, admin_actions, urls, management, apps: the doors.
 
    A new top-level module or folder of the evaluator must be given a layer here.
+5. The Django side (every package here but the harness itself) imports from the harness only its shared door
+   (HARNESS_DOOR: the record, the spec and options, the seeds), and the few modules that drive the harness import
+   the one part of it each needs (HARNESS_EXCEPTIONS, exactly). Pages import no orchestrator/, workers/ or sandbox/
+   module: code of the privileged process or of the torch processes is no page's business.
 """
 
 from __future__ import annotations
@@ -193,6 +197,41 @@ def apps_importing_config(graph: Graph) -> list[str]:
     ]
 
 
+# What Django-side code may import from the harness (rule 5): the shared door, for any module...
+HARNESS_DOOR = {
+    "evaluator.harness",  # the package itself (`from evaluator.harness import seeds`)
+    "evaluator.harness.record",  # the result record's one definition; its parts are re-exported there
+    "evaluator.harness.protocol",  # the spec, options and tolerances the site passes to and reads from the harness
+    "evaluator.harness.seeds",  # seeds: commit before the run, reveal after
+}
+# ... and, for these modules only, exactly these parts of it.
+HARNESS_EXCEPTIONS = {
+    "evaluator.runner": {  # starts the harness process inside its sandbox
+        "evaluator.harness.sandbox.confine",
+        "evaluator.harness.sandbox.namespaces",
+        "evaluator.harness.sandbox.privileges",
+    },
+    "evaluator.services.work": {"evaluator.harness.workers.flops"},  # counts a trusted problem file on the meta device
+    "evaluator.services.reproduction": {  # compares a re-run's record with the stored one
+        "evaluator.harness.orchestrator",
+        "evaluator.harness.orchestrator.reproduce",
+    },
+    "evaluator.management.commands.reproduce": {"evaluator.harness.orchestrator.reproduce"},
+}
+
+
+def harness_imports_beyond_the_door(graph: Graph) -> dict[str, set[str]]:
+    """{Django-side module: the harness modules it imports that are not HARNESS_DOOR}."""
+    found: dict[str, set[str]] = {}
+    for module, edges in graph.items():
+        if module == "evaluator.harness" or module.startswith("evaluator.harness."):
+            continue
+        beyond = {t for t in edges if t.split(".")[:2] == ["evaluator", "harness"] and t not in HARNESS_DOOR}
+        if beyond:
+            found[module] = beyond
+    return found
+
+
 # --- The project -------------------------------------------------------------------------------------------------
 
 
@@ -222,6 +261,11 @@ def test_selectors_import_no_services_or_tasks():
 
 def test_no_app_imports_config():
     assert apps_importing_config(_project()) == []
+
+
+def test_django_side_code_imports_from_the_harness_only_what_is_allowed():
+    """Exactly: a new import beyond the door fails, and so does an exception no module needs any more."""
+    assert harness_imports_beyond_the_door(_project()) == HARNESS_EXCEPTIONS
 
 
 # --- The checks themselves, on planted packages ----------------------------------------------------------------
@@ -265,3 +309,15 @@ def test_a_planted_upward_import_is_found():
     ]
     assert selectors_importing_writers(graph) == ["leaderboard.selectors.q:2 imports leaderboard.services.w"]
     assert apps_importing_config(graph) == ["inspector.views:5 imports config.settings"]
+
+
+def test_a_page_importing_orchestrator_code_is_found():
+    graph: Graph = {
+        "inspector.selectors": {"evaluator.harness.orchestrator.roofline": 18, "evaluator.harness.record": 20},
+        "evaluator.harness.orchestrator.evaluation": {"evaluator.harness.orchestrator.roofline": 3},
+        "leaderboard.views": {"evaluator.harness.workers.flops": 9},
+    }
+    assert harness_imports_beyond_the_door(graph) == {
+        "inspector.selectors": {"evaluator.harness.orchestrator.roofline"},
+        "leaderboard.views": {"evaluator.harness.workers.flops"},
+    }
