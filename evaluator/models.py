@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+
+from evaluator.harness.record import Record
+from evaluator.verdict_label import VerdictLabel, verdict_label
 
 
 class Evaluation(models.Model):
@@ -67,9 +72,6 @@ class Evaluation(models.Model):
     # the harness's own total (phases) less its wait for the GPU lock, else the attempt's wall time.
     harness_seconds = models.FloatField(null=True, blank=True)
 
-    # Not a column: set by inspector.selectors for the one-line verdict ("Incorrect: D4 (x-1) failed").
-    failed_distribution_names: list[str]
-
     class Meta:
         ordering = ["-queued_at"]
         constraints = [
@@ -91,6 +93,27 @@ class Evaluation(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.DONE, self.Status.FAILED}
+
+    def failed_distributions(self) -> list[str]:
+        """The names of the record's distributions that failed (not skipped), the timed outputs' re-check included."""
+        record = Record.from_stored(self.result)
+        rows = [*record.distributions, *([record.timed_outputs] if record.timed_outputs else [])]
+        return [d.name for d in rows if d.passed is False and not d.skipped]
+
+    def verdict_label(self, failed: Iterable[str] | None = None) -> VerdictLabel:
+        """The one-line verdict every page shows (evaluator.verdict_label), with the rankings' annotations where the
+        query made them (`eligible`, `is_confirmed_hack`: evaluator.selectors.eligibility). `failed`: the failed
+        distributions' names when the caller holds them (the inspector's rows), else the record's."""
+        if failed is None:
+            failed = () if self.correct else self.failed_distributions()
+        return verdict_label(
+            status=self.status,
+            result_status=self.result_status,
+            correct=self.correct,
+            eligible=getattr(self, "eligible", True),
+            confirmed_hack=getattr(self, "is_confirmed_hack", False),
+            failed=failed,
+        )
 
 
 class DistributionResult(models.Model):

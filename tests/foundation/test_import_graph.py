@@ -8,14 +8,15 @@ counts as an import of the module `pkg.name` when that is a module, else of `pkg
 1. No circles: every strongly connected component of the graph is one module.
 2. The apps depend one way (tests/foundation/test_app_layers.py): catalogue <- evaluator <- leaderboard <- inspector,
    and `config` (settings, URLs, the Celery app, the project's signal wiring) sits above them all: no app imports it.
-3. In every app, selectors read and services write: a selector imports no service and no task.
+3. In every app, selectors read and services write: a selector imports no service and no task, and reaches no
+   template tag library, however indirectly (what a page and a selector share, a tag imports from below it).
 4. Inside the evaluator, a module imports only its own layer or those below (EVALUATOR_LAYERS, bottom to top):
 
    - harness: the evaluation itself, run in subprocesses; imports nothing else of the evaluator (its own folders'
      rules are in tests/harness/test_import_boundary.py);
-   - values, host, orphans, hardware, results_version, webhook_addresses: plain helpers (finite JSON values, the
-     host's driver, processes left behind, hardware labels, the cache counter that boards key on, which addresses a
-     webhook may call);
+   - values, host, orphans, hardware, results_version, webhook_addresses, verdict_label: plain helpers (finite JSON
+     values, the host's driver, processes left behind, hardware labels, the cache counter that boards key on, which
+     addresses a webhook may call, the one-line verdict of an evaluation);
    - audit, runner: the static audit's rules and the LLM judges (no models); the runner that starts the harness;
    - models;
    - selectors, dataset, enqueue, records: reads, the published dataset, sending a task by its name, and the
@@ -44,7 +45,7 @@ SKIPPED = ("migrations", "leaderboard/demo/problems")  # migrations are generate
 
 EVALUATOR_LAYERS: list[set[str]] = [  # bottom to top: the first part of the module name below `evaluator.`
     {"harness"},
-    {"values", "host", "orphans", "hardware", "results_version", "webhook_addresses"},
+    {"values", "host", "orphans", "hardware", "results_version", "webhook_addresses", "verdict_label"},
     {"audit", "runner"},
     {"models"},
     {"selectors", "dataset", "enqueue", "records"},
@@ -187,6 +188,25 @@ def selectors_importing_writers(graph: Graph) -> list[str]:
     ]
 
 
+def selectors_reaching_template_tags(graph: Graph) -> list[str]:
+    """Selectors whose imports lead, directly or not, to a templatetags module (with the first one on the way)."""
+    bad = []
+    for module in sorted(graph):
+        if not _is_part(module, "selectors"):
+            continue
+        seen, todo = {module}, [(module, "")]
+        while todo:
+            current, via = todo.pop()
+            for target in sorted(graph.get(current, {})):
+                if target in seen:
+                    continue
+                seen.add(target)
+                if _is_part(target, "templatetags"):
+                    bad.append(f"{module} reaches {target}{f' through {via}' if via else ''}")
+                todo.append((target, via or target))
+    return bad
+
+
 def apps_importing_config(graph: Graph) -> list[str]:
     return [
         f"{module}:{line} imports {target}"
@@ -259,6 +279,10 @@ def test_selectors_import_no_services_or_tasks():
     assert selectors_importing_writers(_project()) == []
 
 
+def test_selectors_reach_no_template_tag_library():
+    assert selectors_reaching_template_tags(_project()) == []
+
+
 def test_no_app_imports_config():
     assert apps_importing_config(_project()) == []
 
@@ -308,6 +332,15 @@ def test_a_planted_upward_import_is_found():
         "evaluator.services.x:3 imports evaluator.tasks.y (a higher layer)",
     ]
     assert selectors_importing_writers(graph) == ["leaderboard.selectors.q:2 imports leaderboard.services.w"]
+    tags: Graph = {
+        "inspector.selectors": {"inspector.cpu_noise": 3},
+        "inspector.cpu_noise": {"leaderboard.templatetags.kb_format": 15},
+        "leaderboard.selectors.problem_sets": {"leaderboard.templatetags.kb_format": 15},
+    }
+    assert selectors_reaching_template_tags(tags) == [
+        "inspector.selectors reaches leaderboard.templatetags.kb_format through inspector.cpu_noise",
+        "leaderboard.selectors.problem_sets reaches leaderboard.templatetags.kb_format",
+    ]
     assert apps_importing_config(graph) == ["inspector.views:5 imports config.settings"]
 
 
