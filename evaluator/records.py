@@ -13,7 +13,7 @@ from typing import Any
 
 from evaluator.harness.record import Record
 from evaluator.models import DistributionResult, Evaluation
-from evaluator.values import finite_number
+from evaluator.values import finite_json, finite_number
 
 ERROR_MAX_CHARS = 4000
 SKIP_REASON_MAX_CHARS = 500
@@ -30,7 +30,7 @@ def evaluation_columns(result: Record) -> dict[str, Any]:
     low, high = result.speedup_ci or (None, None)
     sol = result.speed_of_light
     return {
-        "result": result.to_dict(),
+        "result": finite_json(result.to_dict()),  # NaN and Inf are not JSON (PostgreSQL's jsonb refuses them)
         "result_status": result.status,
         "correct": bool(result.correct) if ok else False,
         "standard_correct": result.standard_correct,

@@ -42,7 +42,9 @@ def finish(evaluation: Evaluation, result: dict) -> Evaluation:
     """Store `result` through the service on `evaluation` (put back to running, uncounted: one row serves many)."""
     Evaluation.objects.filter(pk=evaluation.pk).update(status=Evaluation.Status.RUNNING)
     Submission.objects.filter(pk=evaluation.kernel.submission_id).update(evaluated_count=0, correct_count=0)
-    assert svc.evaluation_finish(evaluation=evaluation, record=committed(evaluation.pk, result)) is True
+    assert (
+        svc.evaluation_finish(evaluation=evaluation, record=Record.from_dict(committed(evaluation.pk, result))) is True
+    )
     evaluation.refresh_from_db()
     return evaluation
 
