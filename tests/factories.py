@@ -6,7 +6,7 @@ Kept general on purpose: defaults describe an ordinary, finished, correct evalua
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import factory
 
@@ -52,18 +52,26 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class LLMFactory(factory.django.DjangoModelFactory):
+class LLMFactory(factory.django.DjangoModelFactory[LLM]):
     class Meta:
         model = LLM
         django_get_or_create = ("name",)
+
+    if TYPE_CHECKING:  # calling a factory makes a LLM (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> LLM: ...  # type: ignore[misc]
 
     name = factory.Sequence(lambda n: f"llm-{n:03d}")
     organisation = "Test Org"
 
 
-class ProblemFactory(factory.django.DjangoModelFactory):
+class ProblemFactory(factory.django.DjangoModelFactory[Problem]):
     class Meta:
         model = Problem
+
+    if TYPE_CHECKING:  # calling a factory makes a Problem (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> Problem: ...  # type: ignore[misc]
 
     problem_set = "kernelbench-main"
     level = 1
@@ -76,9 +84,13 @@ class ProblemFactory(factory.django.DjangoModelFactory):
     inactive_reason = ""
 
 
-class SubmissionFactory(factory.django.DjangoModelFactory):
+class SubmissionFactory(factory.django.DjangoModelFactory[Submission]):
     class Meta:
         model = Submission
+
+    if TYPE_CHECKING:  # calling a factory makes a Submission (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> Submission: ...  # type: ignore[misc]
 
     llm = factory.SubFactory(LLMFactory)
     status = Submission.Status.DONE
@@ -87,9 +99,13 @@ class SubmissionFactory(factory.django.DjangoModelFactory):
     bundle_name = factory.Sequence(lambda n: f"bundle-{n}.zip")
 
 
-class KernelFactory(factory.django.DjangoModelFactory):
+class KernelFactory(factory.django.DjangoModelFactory[Kernel]):
     class Meta:
         model = Kernel
+
+    if TYPE_CHECKING:  # calling a factory makes a Kernel (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> Kernel: ...  # type: ignore[misc]
 
     submission = factory.SubFactory(SubmissionFactory)
     llm = factory.SelfAttribute("submission.llm")
@@ -111,12 +127,16 @@ RECORD_ONLY_COLUMNS = (
 )
 
 
-class EvaluationFactory(factory.django.DjangoModelFactory):
+class EvaluationFactory(factory.django.DjangoModelFactory[Evaluation]):
     """A finished evaluation; `correct`, `speedup` etc. default to a correct 1.5x kernel. The record-only columns
     (RECORD_ONLY_COLUMNS) follow `result`."""
 
     class Meta:
         model = Evaluation
+
+    if TYPE_CHECKING:  # calling a factory makes a Evaluation (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> Evaluation: ...  # type: ignore[misc]
 
     kernel = factory.SubFactory(KernelFactory)
     hardware = factory.SelfAttribute("kernel.submission.hardware")
@@ -165,9 +185,13 @@ def store_result(evaluation: Evaluation, result: dict[str, Any]) -> None:
     evaluation.save(update_fields=["result", *RECORD_ONLY_COLUMNS])
 
 
-class DistributionResultFactory(factory.django.DjangoModelFactory):
+class DistributionResultFactory(factory.django.DjangoModelFactory[DistributionResult]):
     class Meta:
         model = DistributionResult
+
+    if TYPE_CHECKING:  # calling a factory makes a DistributionResult (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> DistributionResult: ...  # type: ignore[misc]
 
     evaluation = factory.SubFactory(EvaluationFactory)
     name = "D1"
@@ -178,9 +202,13 @@ class DistributionResultFactory(factory.django.DjangoModelFactory):
     trials = 2
 
 
-class BaselineFactory(factory.django.DjangoModelFactory):
+class BaselineFactory(factory.django.DjangoModelFactory[Baseline]):
     class Meta:
         model = Baseline
+
+    if TYPE_CHECKING:  # calling a factory makes a Baseline (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> Baseline: ...  # type: ignore[misc]
 
     problem = factory.SubFactory(ProblemFactory)
     hardware = "h200"
@@ -192,9 +220,13 @@ class BaselineFactory(factory.django.DjangoModelFactory):
     peak_memory_bytes = 1 << 20
 
 
-class AuditFlagFactory(factory.django.DjangoModelFactory):
+class AuditFlagFactory(factory.django.DjangoModelFactory[AuditFlag]):
     class Meta:
         model = AuditFlag
+
+    if TYPE_CHECKING:  # calling a factory makes a AuditFlag (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> AuditFlag: ...  # type: ignore[misc]
 
     kernel = factory.SubFactory(KernelFactory)
     source = AuditFlag.Source.JUDGE
