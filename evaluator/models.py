@@ -58,10 +58,10 @@ class Evaluation(models.Model):
     memory_ratio = models.FloatField(null=True, blank=True)
     candidate_ms = models.FloatField(null=True, blank=True)
     error = models.TextField(blank=True)
-    # Read from the record by the projection (evaluator/records.py) so that queries filter and rank on columns, never
-    # on JSON paths: timing the harness could not stand behind (`timing.unstable`; false when the record predates the
-    # key), the roofline fraction (`speed_of_light.fraction`), and the software stack (`environment`'s torch, CUDA,
-    # driver and device name; "" where the record has none).
+    # Read from the record by the projection (evaluator/record_projection.py) so that queries filter and rank on
+    # columns, never on JSON paths: timing the harness could not stand behind (`timing.unstable`; false when the
+    # record predates the key), the roofline fraction (`speed_of_light.fraction`), and the software stack
+    # (`environment`'s torch, CUDA, driver and device name; "" where the record has none).
     timing_unstable = models.BooleanField(default=False)
     speed_of_light_fraction = models.FloatField(null=True, blank=True)
     env_torch = models.CharField(max_length=200, blank=True)

@@ -13,7 +13,7 @@ import factory
 from catalogue.models import LLM, Kernel, Problem, Submission
 from evaluator.harness.record import Record
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
-from evaluator.records import evaluation_columns
+from evaluator.record_projection import evaluation_columns
 
 REFERENCE_SOURCE = """import torch
 import torch.nn as nn

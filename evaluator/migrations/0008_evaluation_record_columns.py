@@ -1,4 +1,4 @@
-"""Columns for what queries filter and rank on, read from each record by the projection (evaluator/records.py)
+"""Columns for what queries filter and rank on, read from each record by the projection (evaluator/record_projection.py)
 instead of JSON paths into `result` (issue 39): `timing.unstable`, `speed_of_light.fraction` and the stack's parts
 of `environment`. Stored rows are filled from their records here; the rule is the projection's, written out again
 because a migration must not change when the code does (tests/pipeline/test_record_columns.py holds them equal)."""

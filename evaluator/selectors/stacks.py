@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models import Q
 
 from evaluator.models import Evaluation
-from evaluator.records import STACK_COLUMNS
+from evaluator.record_projection import STACK_COLUMNS
 from evaluator.selectors.eligibility import standing_q
 
 # (environment key, label): the parts of a stack whose change can change a verdict.

@@ -26,7 +26,7 @@ from evaluator.hardware import device_for
 from evaluator.harness.record import Record
 from evaluator.host import record_with_driver
 from evaluator.models import Baseline, DistributionResult, Evaluation
-from evaluator.records import ERROR_MAX_CHARS, distribution_rows, evaluation_columns
+from evaluator.record_projection import ERROR_MAX_CHARS, distribution_rows, evaluation_columns
 from evaluator.selectors.budget_admission import budget_held
 from evaluator.selectors.seeds import published_commitment
 from evaluator.services.baselines import baseline_add_sample, baseline_fields

@@ -19,7 +19,7 @@ counts as an import of the module `pkg.name` when that is a module, else of `pkg
      addresses a webhook may call, the one-line verdict of an evaluation);
    - audit, runner: the static audit's rules and the LLM judges (no models); the runner that starts the harness;
    - models;
-   - selectors, dataset, enqueue, records: reads, the published dataset, sending a task by its name, and the
+   - selectors, dataset, enqueue, record_projection: reads, the published dataset, sending a task by its name, and the
      projection of a result record onto the models;
    - services: writes; they send tasks through evaluator.enqueue, never by importing evaluator.tasks;
    - tasks: Celery adapters over the services;
@@ -48,7 +48,7 @@ EVALUATOR_LAYERS: list[set[str]] = [  # bottom to top: the first part of the mod
     {"values", "host", "orphans", "hardware", "results_version", "webhook_addresses", "verdict_label"},
     {"audit", "runner"},
     {"models"},
-    {"selectors", "dataset", "enqueue", "records"},
+    {"selectors", "dataset", "enqueue", "record_projection"},
     {"services"},
     {"tasks"},
     {"api", "views_profiles", "views_review", "admin", "admin_actions", "urls", "management", "apps"},

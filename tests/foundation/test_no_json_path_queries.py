@@ -1,6 +1,6 @@
 """Queries filter and rank on columns, never on JSON paths into a stored record: what a query needs from the record is
-a column of the one projection (evaluator/records.py), so a reader cannot drift from what the projection stores nor
-read a key the record never has.
+a column of the one projection (evaluator/record_projection.py), so a reader cannot drift from what the projection
+stores nor read a key the record never has.
 
 A lookup through `result` (`result__timing__unstable`, `"result__speed_of_light__fraction"`,
 `f"result__environment__{key}"`, also behind a relation: `evaluation__result__...`) anywhere in the Django side's
@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("catalogue", "evaluator", "leaderboard", "inspector", "config")
 SKIPPED = ("evaluator/harness/", "/migrations/", "leaderboard/demo/problems/")
-PROJECTION = "evaluator/records.py"  # the one module that reads the record for the columns
+PROJECTION = "evaluator/record_projection.py"  # the one module that reads the record for the columns
 LOOKUP = re.compile(r"(\w+__)*result__\w*")
 ALLOWED = {"result__isnull"}
 

@@ -11,7 +11,7 @@ from django.apps import apps
 
 from evaluator.harness.record import SCHEMA_VERSION, Record
 from evaluator.models import Evaluation
-from evaluator.records import evaluation_columns
+from evaluator.record_projection import evaluation_columns
 from evaluator.selectors.eligibility import ranked_evaluations
 from evaluator.selectors.stacks import board_measured, current_stack, evaluation_stack, stack_q, stacks
 from tests.factories import RECORD_ONLY_COLUMNS, EvaluationFactory
