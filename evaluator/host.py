@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from evaluator.harness.record import Record
+
 DRIVER_FILE = Path("/proc/driver/nvidia/version")
 _VERSION = re.compile(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)")
 
@@ -31,3 +33,12 @@ def with_driver(record: dict[str, Any], *, device: str, path: Path = DRIVER_FILE
     if version is None:
         return record
     return {**record, "environment": {**env, "driver": version}}
+
+
+def record_with_driver(record: Record, *, device: str, path: Path = DRIVER_FILE) -> Record:
+    """`record` with `environment.driver` filled in from this host for a CUDA evaluation (set in place; unchanged
+    when the harness gave one already, on the CPU, or without a driver file)."""
+    if device != "cuda" or record.environment.driver:
+        return record
+    record.environment.driver = nvidia_driver_version(path)
+    return record

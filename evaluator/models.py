@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+
+from evaluator.harness.record import Record
+from evaluator.verdict_label import VerdictLabel, verdict_label
 
 
 class Evaluation(models.Model):
@@ -53,12 +58,19 @@ class Evaluation(models.Model):
     memory_ratio = models.FloatField(null=True, blank=True)
     candidate_ms = models.FloatField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # Read from the record by the projection (evaluator/record_projection.py) so that queries filter and rank on
+    # columns, never on JSON paths: timing the harness could not stand behind (`timing.unstable`; false when the
+    # record predates the key), the roofline fraction (`speed_of_light.fraction`), and the software stack
+    # (`environment`'s torch, CUDA, driver and device name; "" where the record has none).
+    timing_unstable = models.BooleanField(default=False)
+    speed_of_light_fraction = models.FloatField(null=True, blank=True)
+    env_torch = models.CharField(max_length=200, blank=True)
+    env_cuda = models.CharField(max_length=200, blank=True)
+    env_driver = models.CharField(max_length=200, blank=True)
+    env_device_name = models.CharField(max_length=200, blank=True)
     # What this evaluation cost, charged to its uploader's and LLM's compute budget (evaluator.selectors.budget):
     # the harness's own total (phases) less its wait for the GPU lock, else the attempt's wall time.
     harness_seconds = models.FloatField(null=True, blank=True)
-
-    # Not a column: set by inspector.selectors for the one-line verdict ("Incorrect: D4 (x-1) failed").
-    failed_distribution_names: list[str]
 
     class Meta:
         ordering = ["-queued_at"]
@@ -81,6 +93,27 @@ class Evaluation(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.DONE, self.Status.FAILED}
+
+    def failed_distributions(self) -> list[str]:
+        """The names of the record's distributions that failed (not skipped), the timed outputs' re-check included."""
+        record = Record.from_stored(self.result)
+        rows = [*record.distributions, *([record.timed_outputs] if record.timed_outputs else [])]
+        return [d.name for d in rows if d.passed is False and not d.skipped]
+
+    def verdict_label(self, failed: Iterable[str] | None = None) -> VerdictLabel:
+        """The one-line verdict every page shows (evaluator.verdict_label), with the rankings' annotations where the
+        query made them (`eligible`, `is_confirmed_hack`: evaluator.selectors.eligibility). `failed`: the failed
+        distributions' names when the caller holds them (the inspector's rows), else the record's."""
+        if failed is None:
+            failed = () if self.correct else self.failed_distributions()
+        return verdict_label(
+            status=self.status,
+            result_status=self.result_status,
+            correct=self.correct,
+            eligible=getattr(self, "eligible", True),
+            confirmed_hack=getattr(self, "is_confirmed_hack", False),
+            failed=failed,
+        )
 
 
 class DistributionResult(models.Model):

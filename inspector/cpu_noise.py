@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from evaluator.audit.runtime_signals import CHECK_SIGNALS, CPU_NOISY_RULES, CPU_NOISY_SIGNALS
+from evaluator.hardware import is_cpu
 from evaluator.harness.record import Record
 from evaluator.models import AuditFlag
-from leaderboard.templatetags.kb_format import is_cpu
 
 # Check names (record.checks) and runtime flag names (AuditFlag.source_name) of the clock-comparing checks.
 NOISY_CHECKS = frozenset(name for name, signal in CHECK_SIGNALS.items() if signal[0] in CPU_NOISY_SIGNALS)

@@ -111,14 +111,38 @@ def speedup_origin(record: Record, headline: float | None) -> SpeedupOrigin | No
     return SpeedupOrigin(headline, timed, how, corrections, combined)
 
 
-def timed_sides(record: Record) -> list[tuple[str, str, dict[str, Any]]]:
-    """(key, label, per-call statistics) of each side with a median: the rows of the timing table."""
-    timing = record.timing.to_dict()
+# The statistics the timing table has a column for; a side's others are listed in the detail.
+TABLE_STATISTICS = ("median_ms", "iqr_ms", "mean_ms", "calls")
+
+
+@dataclass(frozen=True)
+class TimedSide:
+    """One row of the timing table: a timed side with its median, and the other statistics its record holds."""
+
+    key: str
+    label: str
+    median_ms: float
+    iqr_ms: float | None
+    mean_ms: float | None
+    calls: int | None
+    others: list[tuple[str, Any]]  # (name, value) of every other statistic (rse, rse_median, rounds, ...)
+
+
+def timed_sides(record: Record) -> list[TimedSide]:
+    """Each side with a median, in SIDES's order: the rows of the timing table."""
     rows = []
     for key, label in SIDES:
-        stats = timing.get(key)
-        if isinstance(stats, dict) and stats.get("median_ms") is not None:
-            rows.append((key, label, stats))
+        side = getattr(record.timing, key)
+        median = getattr(side, "median_ms", None)
+        if median is None:
+            continue
+        stats = side.to_dict()
+        others = [(name, value) for name, value in stats.items() if name not in TABLE_STATISTICS]
+        rows.append(
+            TimedSide(
+                key, label, median, getattr(side, "iqr_ms", None), getattr(side, "mean_ms", None), side.calls, others
+            )
+        )
     return rows
 
 

@@ -7,7 +7,6 @@ page, because records from older harness versions stay in the database.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -15,113 +14,27 @@ from django.db.models import OuterRef, Subquery
 from django.http import Http404
 
 from catalogue.models import Kernel
-from evaluator.harness.orchestrator.roofline import faster_than_light
-from evaluator.harness.protocol import PRECISION_MARGIN
-from evaluator.harness.record import Check, Distribution, Record
+from evaluator.harness.record import Distribution, LaunchedKernels, Record
 from evaluator.models import AuditFlag, DistributionResult, Evaluation, ProfileRequest
 from evaluator.selectors.compile_baseline import stored_compile_baselines
 from evaluator.selectors.profiles import profile_tool_unavailable
+from evaluator.verdict_label import DISTRIBUTIONS
 from inspector.cpu_noise import NOISY_CHECKS, cpu_noise_flag, cpu_timed
-from inspector.figures import SpeedupOrigin, speedup_origin, timed_sides, timing_parts
+from inspector.figures import speedup_origin, timed_sides, timing_parts
+from inspector.page import (
+    DistributionRow,
+    Evidence,
+    FlagView,
+    FoldedKernel,
+    KernelInspection,
+    LaunchedRow,
+    SpeedupView,
+)
 from inspector.rendering import locate_quote, parse_lines, trim_error
 from leaderboard.highlight import highlight_python, unified_diff_html
 from leaderboard.selectors.pages import evaluations_with_verdicts
-from leaderboard.selectors.ranking_compute import EligibleEvaluation
 
-
-@dataclass
-class Evidence:
-    lines: list[int]
-    quote: str
-    why: str
-
-
-@dataclass
-class FlagView:
-    flag: AuditFlag
-    evidence: list[Evidence]
-    cpu_noise: bool = False  # raised by a clock-comparing check on a CPU: shown, not an open suspicion
-
-    @property
-    def lines(self) -> list[int]:
-        return sorted({n for e in self.evidence for n in e.lines})
-
-
-@dataclass
-class SpeedupView:
-    label: str
-    value: float | None
-    ci_low: float | None = None
-    ci_high: float | None = None
-
-
-@dataclass(frozen=True)
-class FoldedKernel:
-    """One upload folded together with the inspected kernel, with its current evaluation's speedup."""
-
-    kernel_id: int
-    submission_id: int
-    sample: int
-    speedup: float | None
-    status: str
-
-
-@dataclass
-class KernelInspection:
-    kernel: Kernel
-    evaluation: EligibleEvaluation | None
-    evaluations: list[EligibleEvaluation]  # every evaluation of this kernel, current ones first
-    result: Record
-    distributions: list[DistributionResult | Distribution]
-    checks: list[Check]
-    speedups: list[SpeedupView]
-    timing_rows: list[tuple[str, str, dict]]  # (key, label, per-call stats) of each side with a median
-    timing_extra: dict[str, Any]  # scalar timing fields: method, flush, device...
-    timing_pairs: list[dict[str, Any]]  # per process pair (short problems): medians and speedup
-    memory: dict[str, Any]  # candidate_peak_bytes, baseline_peak_bytes, ratio
-    error: str
-    flags: list[FlagView]
-    kernel_html: str
-    reference_html: str
-    diff_html: str
-    environment: dict[str, Any] = field(default_factory=dict)
-    speed_of_light: dict[str, Any] | None = None  # the record's roofline bound (speed of light)
-    launched: dict[str, Any] | None = None  # the record's launched kernels, both sides (CUDA only)
-    launched_rows: list[tuple[dict | None, dict | None]] = field(default_factory=list)  # side by side
-    stored_compile: Any = None  # evaluator.selectors.compile_baseline.StoredCompile, or None
-    profiles: list[ProfileRequest] = field(default_factory=list)  # staff profile requests of this evaluation
-    profile_unavailable: str = ""  # why a torch.profiler trace cannot be taken here ("" when it can)
-    timing_parts: list[tuple[str, dict]] = field(default_factory=list)  # wall clock, precision, flags... (detail)
-    origin: SpeedupOrigin | None = None  # where the headline speedup comes from (inspector.figures)
-    cpu_timing: bool = False  # timed on a CPU: its timing checks are shown, not judged (inspector.cpu_noise)
-    noise_checks: tuple[str, ...] = ()  # the checks whose failure on a CPU is timing noise, by name
-    # Other uploads of the same code (same fingerprint: only comments, docstrings or formatting differ) by this LLM
-    # for this problem: the board folds them with this one into one kernel, their median (ranking_compute).
-    folded: list[FoldedKernel] = field(default_factory=list)
-
-    @property
-    def precision_misses(self) -> list[Distribution]:
-        """Failed distributions (timed outputs included) whose every miss was precision-sized (the record's
-        `precision_sized`, protocol.precision_sized): shown with the explanation of an `incorrect`, not a cheat."""
-        rows = [*self.result.distributions, *([self.result.timed_outputs] if self.result.timed_outputs else [])]
-        return [d for d in rows if d.passed is False and d.precision_sized]
-
-    @property
-    def precision_margin(self) -> float:
-        return PRECISION_MARGIN
-
-    @property
-    def faster_than_light(self) -> bool:
-        return faster_than_light(self.speed_of_light)
-
-    @property
-    def eligible(self) -> bool:
-        return bool(self.evaluation is not None and self.evaluation.eligible)
-
-    @property
-    def confirmed_hack(self) -> bool:
-        return any(f.flag.review_state == AuditFlag.Review.CONFIRMED for f in self.flags)
-
+TIMED_OUTPUTS_HELP = "the outputs of timed calls, re-checked"
 
 AnyEvaluation = TypeVar("AnyEvaluation", bound=Evaluation)  # with or without the eligibility annotation
 
@@ -172,24 +85,57 @@ def _flag_views(flags: list[AuditFlag], source: str) -> list[FlagView]:
     return sorted(views, key=lambda v: v.cpu_noise)  # what is not evidence comes last
 
 
-def _timing(result: Record) -> tuple[dict, list[dict[str, Any]]]:
-    timing = result.timing.to_dict()  # the named sides, then what this harness version added (wallclock, ...)
-    extra = {k: v for k, v in timing.items() if not isinstance(v, dict | list)}
-    pairs = timing.get("pairs")
-    return extra, [p for p in pairs if isinstance(p, dict)] if isinstance(pairs, list) else []
-
-
-def _memory(result: Record, evaluation: Evaluation | None) -> dict[str, Any]:
-    memory = result.memory.to_dict()
-    ratio = evaluation.memory_ratio if evaluation and evaluation.memory_ratio is not None else result.memory_ratio
-    memory["ratio"] = ratio
-    return memory
+def _timing_extra(result: Record) -> dict[str, Any]:
+    """The timing part's scalar fields, as stored (what this harness version wrote), for the detail list."""
+    return {k: v for k, v in result.timing.to_dict().items() if not isinstance(v, dict | list)}
 
 
 def _ci(value: object) -> tuple[float | None, float | None]:
     if isinstance(value, list | tuple) and len(value) == 2:
         return value[0], value[1]
     return None, None
+
+
+def _distribution_rows(evaluation: Evaluation | None, result: Record) -> list[DistributionRow]:
+    """D1-D4 from the stored rows (older records keep them only in the JSON: then the record's), each with how far
+    it was from passing (kept in the record only; None for records older than schema 2), then the re-check of timed
+    outputs."""
+    stored = list(DistributionResult.objects.filter(evaluation=evaluation).order_by("name")) if evaluation else []
+    in_record = {d.name: d for d in result.distributions if d.worst_ratio is not None}
+    rows = [
+        DistributionRow(
+            name=d.name,
+            inputs_help=DISTRIBUTIONS.get(d.name, ("", ""))[1],
+            passed=d.passed,
+            skipped=d.skipped,
+            skip_reason=d.skip_reason,
+            max_abs_error=d.max_abs_error,
+            max_rel_error=d.max_rel_error,
+            trials=d.trials,
+            error=d.errors if isinstance(d, DistributionResult) else d.error,
+            how_far=in_record.get(d.name),
+        )
+        for d in (stored or result.distributions)
+    ]
+    timed = result.timed_outputs  # judged by the gate's rule: one more row
+    if timed is not None:
+        rows.append(_timed_outputs_row(timed))
+    return rows
+
+
+def _timed_outputs_row(timed: Distribution) -> DistributionRow:
+    return DistributionRow(
+        name=timed.name,
+        inputs_help=TIMED_OUTPUTS_HELP,
+        passed=timed.passed,
+        skipped=timed.skipped,
+        skip_reason=timed.skip_reason,
+        max_abs_error=timed.max_abs_error,
+        max_rel_error=timed.max_rel_error,
+        trials=timed.trials,
+        error=timed.error,
+        how_far=timed if timed.worst_ratio is not None else None,
+    )
 
 
 def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None, staff: bool = False) -> KernelInspection:
@@ -204,24 +150,9 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None, staff
     )
     evaluation = _pick_evaluation(evaluations, evaluation_id)
     result = Record.from_stored(evaluation.result if evaluation else None)
-
-    distributions: list[DistributionResult | Distribution] = []
-    if evaluation:
-        distributions = list(DistributionResult.objects.filter(evaluation=evaluation).order_by("name"))
-    if not distributions:  # older records keep them only in the JSON
-        distributions = list(result.distributions)
-    # How far each distribution was from passing (worst element against atol + rtol*|ref|, count beyond it):
-    # kept in the record only, so each row gets its record entry (None for records older than schema 2).
-    in_record = {d.name: d for d in result.distributions if d.worst_ratio is not None}
-    for d in distributions:
-        d.how_far = in_record.get(d.name)  # type: ignore[union-attr]
-    timed = result.timed_outputs  # the re-check of timed outputs, judged by the gate's rule: one more row
-    if timed is not None:
-        timed.how_far = timed if timed.worst_ratio is not None else None  # type: ignore[attr-defined]
-        timed.inputs_help = "the outputs of timed calls, re-checked"  # type: ignore[attr-defined]
-        distributions.append(timed)
-    if evaluation:  # for the one-line verdict ("Incorrect: D4 (x-1) failed")
-        evaluation.failed_distribution_names = [d.name for d in distributions if d.passed is False and not d.skipped]
+    distributions = _distribution_rows(evaluation, result)
+    # The one-line verdict names the failed rows shown here ("Incorrect: D4 (x-1) failed").
+    failed = [d.name for d in distributions if d.passed is False and not d.skipped]
 
     flags = _flag_views(
         list(AuditFlag.objects.filter(kernel=kernel).select_related("reviewed_by").order_by("-created_at")),
@@ -248,35 +179,33 @@ def kernel_inspection(kernel_id: int, *, evaluation_id: int | None = None, staff
             speedups.append(
                 SpeedupView("vs torch.compile (stored sweep, not paired)", stored_compile.speedup(kernel_ms))
             )
-    launched = result.launched_kernels.to_dict() if result.launched_kernels is not None else None
-    timing_extra, timing_pairs = _timing(result)
     error = (evaluation.error if evaluation else "") or result.error
+    memory_ratio = evaluation.memory_ratio if evaluation and evaluation.memory_ratio is not None else None
 
     return KernelInspection(
         kernel=kernel,
         evaluation=evaluation,
         evaluations=evaluations,
         result=result,
+        verdict=evaluation.verdict_label(failed=failed) if evaluation else None,
         distributions=distributions,
         checks=result.checks,
         speedups=speedups,
         timing_rows=timed_sides(result),
-        timing_extra=timing_extra,
-        timing_pairs=timing_pairs,
+        timing_extra=_timing_extra(result),
+        timing_pairs=[p for p in result.timing.pairs or [] if p is not None],
         timing_parts=timing_parts(result),
         origin=speedup_origin(result, evaluation.speedup) if evaluation else None,
         cpu_timing=bool(evaluation) and cpu_timed(result, evaluation.hardware if evaluation else None),
         noise_checks=tuple(sorted(NOISY_CHECKS)),
-        memory=_memory(result, evaluation),
+        memory_ratio=memory_ratio if memory_ratio is not None else result.memory_ratio,
         error=trim_error(error),
         flags=flags,
         kernel_html=highlight_python(kernel.source, anchor="k", hl_lines=hl_lines),
         reference_html=highlight_python(kernel.problem.source, anchor="r"),
         diff_html=unified_diff_html(kernel.problem.source, kernel.source),
         environment=result.environment.to_dict(),
-        speed_of_light=result.speed_of_light.to_dict() if result.speed_of_light is not None else None,
-        launched=launched,
-        launched_rows=_side_by_side(launched),
+        launched_rows=_side_by_side(result.launched_kernels),
         stored_compile=stored_compile,
         profiles=list(ProfileRequest.objects.filter(evaluation=evaluation)) if evaluation and staff else [],
         profile_unavailable=profile_tool_unavailable(evaluation) if evaluation else "",
@@ -303,18 +232,14 @@ def kernels_folded_with(*, kernel: Kernel, hardware: str | None) -> list[FoldedK
     return [FoldedKernel(pk, sub, sample, speedup, status or "") for pk, sub, sample, speedup, status in rows[:100]]
 
 
-def _side_by_side(launched: dict[str, Any] | None) -> list[tuple[dict | None, dict | None]]:
+def _side_by_side(launched: LaunchedKernels | None) -> list[LaunchedRow]:
     """The candidate's and the baseline's kernels, slowest first, row by row."""
-    if not launched:
+    if launched is None:
         return []
-    sides = []
-    for key in ("candidate", "baseline"):
-        part = launched.get(key)
-        kernels = part.get("kernels") if isinstance(part, dict) else None
-        sides.append([k for k in kernels if isinstance(k, dict)] if isinstance(kernels, list) else [])
-    cand, base = sides
+    cand = launched.candidate.kernels if launched.candidate is not None else []
+    base = launched.baseline.kernels if launched.baseline is not None else []
     return [
-        (cand[n] if n < len(cand) else None, base[n] if n < len(base) else None)
+        LaunchedRow(cand[n] if n < len(cand) else None, base[n] if n < len(base) else None)
         for n in range(max(len(cand), len(base)))
     ]
 

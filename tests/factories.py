@@ -6,12 +6,14 @@ Kept general on purpose: defaults describe an ordinary, finished, correct evalua
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING, Any
 
 import factory
 
 from catalogue.models import LLM, Kernel, Problem, Submission
 from evaluator.harness.record import Record
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
+from evaluator.record_projection import evaluation_columns
 
 REFERENCE_SOURCE = """import torch
 import torch.nn as nn
@@ -50,18 +52,26 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class LLMFactory(factory.django.DjangoModelFactory):
+class LLMFactory(factory.django.DjangoModelFactory[LLM]):
     class Meta:
         model = LLM
         django_get_or_create = ("name",)
+
+    if TYPE_CHECKING:  # calling a factory makes a LLM (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> LLM: ...  # type: ignore[misc]
 
     name = factory.Sequence(lambda n: f"llm-{n:03d}")
     organisation = "Test Org"
 
 
-class ProblemFactory(factory.django.DjangoModelFactory):
+class ProblemFactory(factory.django.DjangoModelFactory[Problem]):
     class Meta:
         model = Problem
+
+    if TYPE_CHECKING:  # calling a factory makes a Problem (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> Problem: ...  # type: ignore[misc]
 
     problem_set = "kernelbench-main"
     level = 1
@@ -74,9 +84,13 @@ class ProblemFactory(factory.django.DjangoModelFactory):
     inactive_reason = ""
 
 
-class SubmissionFactory(factory.django.DjangoModelFactory):
+class SubmissionFactory(factory.django.DjangoModelFactory[Submission]):
     class Meta:
         model = Submission
+
+    if TYPE_CHECKING:  # calling a factory makes a Submission (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> Submission: ...  # type: ignore[misc]
 
     llm = factory.SubFactory(LLMFactory)
     status = Submission.Status.DONE
@@ -85,9 +99,13 @@ class SubmissionFactory(factory.django.DjangoModelFactory):
     bundle_name = factory.Sequence(lambda n: f"bundle-{n}.zip")
 
 
-class KernelFactory(factory.django.DjangoModelFactory):
+class KernelFactory(factory.django.DjangoModelFactory[Kernel]):
     class Meta:
         model = Kernel
+
+    if TYPE_CHECKING:  # calling a factory makes a Kernel (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> Kernel: ...  # type: ignore[misc]
 
     submission = factory.SubFactory(SubmissionFactory)
     llm = factory.SelfAttribute("submission.llm")
@@ -97,11 +115,28 @@ class KernelFactory(factory.django.DjangoModelFactory):
     sha256 = factory.LazyAttribute(lambda o: _sha(o.source))
 
 
-class EvaluationFactory(factory.django.DjangoModelFactory):
-    """A finished evaluation; `correct`, `speedup` etc. default to a correct 1.5x kernel."""
+# The columns queries filter on that only the record decides (timing stability, speed of light, stack): a row made
+# here takes them from its `result` as the projection would, unless the test sets them itself.
+RECORD_ONLY_COLUMNS = (
+    "timing_unstable",
+    "speed_of_light_fraction",
+    "env_torch",
+    "env_cuda",
+    "env_driver",
+    "env_device_name",
+)
+
+
+class EvaluationFactory(factory.django.DjangoModelFactory[Evaluation]):
+    """A finished evaluation; `correct`, `speedup` etc. default to a correct 1.5x kernel. The record-only columns
+    (RECORD_ONLY_COLUMNS) follow `result`."""
 
     class Meta:
         model = Evaluation
+
+    if TYPE_CHECKING:  # calling a factory makes a Evaluation (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> Evaluation: ...  # type: ignore[misc]
 
     kernel = factory.SubFactory(KernelFactory)
     hardware = factory.SelfAttribute("kernel.submission.hardware")
@@ -130,10 +165,33 @@ class EvaluationFactory(factory.django.DjangoModelFactory):
         ).to_dict()
     )
 
+    @classmethod
+    def _create(cls, model_class: type[Evaluation], *args: Any, **kwargs: Any) -> Evaluation:
+        kwargs = record_only_columns(kwargs.get("result")) | kwargs
+        return super()._create(model_class, *args, **kwargs)
 
-class DistributionResultFactory(factory.django.DjangoModelFactory):
+
+def record_only_columns(result: dict[str, Any] | None) -> dict[str, Any]:
+    """The record-only columns (RECORD_ONLY_COLUMNS) the projection makes of `result`, to store beside it."""
+    projected = evaluation_columns(Record.from_stored(result))
+    return {name: projected[name] for name in RECORD_ONLY_COLUMNS}
+
+
+def store_result(evaluation: Evaluation, result: dict[str, Any]) -> None:
+    """Replace a row's record, and the record-only columns with what the projection makes of it."""
+    evaluation.result = result
+    for name, value in record_only_columns(result).items():
+        setattr(evaluation, name, value)
+    evaluation.save(update_fields=["result", *RECORD_ONLY_COLUMNS])
+
+
+class DistributionResultFactory(factory.django.DjangoModelFactory[DistributionResult]):
     class Meta:
         model = DistributionResult
+
+    if TYPE_CHECKING:  # calling a factory makes a DistributionResult (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> DistributionResult: ...  # type: ignore[misc]
 
     evaluation = factory.SubFactory(EvaluationFactory)
     name = "D1"
@@ -144,9 +202,13 @@ class DistributionResultFactory(factory.django.DjangoModelFactory):
     trials = 2
 
 
-class BaselineFactory(factory.django.DjangoModelFactory):
+class BaselineFactory(factory.django.DjangoModelFactory[Baseline]):
     class Meta:
         model = Baseline
+
+    if TYPE_CHECKING:  # calling a factory makes a Baseline (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> Baseline: ...  # type: ignore[misc]
 
     problem = factory.SubFactory(ProblemFactory)
     hardware = "h200"
@@ -158,9 +220,13 @@ class BaselineFactory(factory.django.DjangoModelFactory):
     peak_memory_bytes = 1 << 20
 
 
-class AuditFlagFactory(factory.django.DjangoModelFactory):
+class AuditFlagFactory(factory.django.DjangoModelFactory[AuditFlag]):
     class Meta:
         model = AuditFlag
+
+    if TYPE_CHECKING:  # calling a factory makes a AuditFlag (factory_boy's __new__ is untyped)
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> AuditFlag: ...  # type: ignore[misc]
 
     kernel = factory.SubFactory(KernelFactory)
     source = AuditFlag.Source.JUDGE

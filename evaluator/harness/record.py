@@ -114,7 +114,7 @@ __all__ = [  # what this module defines, and the record's parts it re-exports (r
 ]
 
 HARNESS_VERSION = "1.0.0"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "rejected")
 DISTRIBUTIONS: tuple[tuple[str, float], ...] = (("D1", 1.0), ("D2", 3.0), ("D3", 0.01), ("D4", -1.0))
@@ -348,6 +348,7 @@ _UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     0: lambda data: data,  # version 1 only added schema_version itself
     1: lambda data: data,  # version 2 added optional fields (a distribution's atol, rtol, worst_ratio...)
     2: lambda data: data,  # version 3 added optional fields (timed_outputs, the environment's compile_limit_s)
+    3: lambda data: data,  # version 4 added optional fields (the speed of light's input/output/param bytes, dtype)
 }
 
 

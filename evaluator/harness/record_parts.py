@@ -48,6 +48,17 @@ class SpeedOfLight(_Part):
     limit: str | None = _opt(_opt_text)
     compute_ms: float | None = _opt(_opt_num)
     memory_ms: float | None = _opt(_opt_num)
+    # Schema 4: the parts of `bytes` (inputs read once, the output written once, parameters and buffers read once)
+    # and the data's dtype that chose `precision`, as the reference worker counted them (workers/flops.py), so a
+    # problem's work taken from a record holds what `manage.py count_flops` stores (evaluator/services/work.py).
+    input_bytes: int | None = _opt(_opt_int)
+    output_bytes: int | None = _opt(_opt_int)
+    param_bytes: int | None = _opt(_opt_int)
+    dtype: str | None = _opt(_opt_text)
+
+    def faster_than_light(self) -> bool:
+        """The kernel was measured faster than the bound: a timing or correctness hole (or an algebraic shortcut)."""
+        return isinstance(self.fraction, int | float) and self.fraction > 1.0
 
 
 @dataclass

@@ -48,9 +48,8 @@ def eligibility_q() -> Q:
 
 
 def timing_stable_q() -> Q:
-    """The record's `timing.unstable` is absent or false (written positively: a negated JSON key lookup would
-    also drop the rows that lack the key)."""
-    return Q(result__timing__unstable__isnull=True) | Q(result__timing__unstable=False)
+    """The record's `timing.unstable` is absent or false (the projection's column: false for records without it)."""
+    return Q(timing_unstable=False)
 
 
 def ranked_evaluations(*, hardware: str | None = None) -> QuerySet[Evaluation]:

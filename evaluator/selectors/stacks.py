@@ -3,6 +3,7 @@ which stack a hardware kind's workers run now, and a kernel's verdicts across st
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from django.db.models import Q
 
 from evaluator.models import Evaluation
+from evaluator.record_projection import STACK_COLUMNS
 from evaluator.selectors.eligibility import standing_q
 
 # (environment key, label): the parts of a stack whose change can change a verdict.
@@ -24,24 +26,35 @@ def _stack_part(key: str, label: str, value: object) -> str:
     return f"{label} {value}"
 
 
-def stack_label(environment: dict[str, Any] | None) -> str:
+def stack_label(environment: Mapping[str, Any] | None) -> str:
     """ "torch 2.13.0 / CUDA 13.0 / GPU NVIDIA H200", or "torch 2.13.0+cpu / CPU" (only the parts the record has);
     "" when it has none."""
     env = environment or {}
     return " / ".join(_stack_part(key, label, env[key]) for key, label in STACK_KEYS if env.get(key))
 
 
+_COLUMNS = tuple(STACK_COLUMNS[key] for key, _ in STACK_KEYS)  # the parts' columns, in STACK_KEYS's order
+
+
+def _label_of(columns: tuple[Any, ...]) -> str:
+    """The label of one row's stack columns (in _COLUMNS's order)."""
+    return stack_label({key: value for (key, _), value in zip(STACK_KEYS, columns, strict=True)})
+
+
 def evaluation_stack(evaluation: Evaluation) -> str:
-    return stack_label((evaluation.result or {}).get("environment"))
+    return _label_of(tuple(getattr(evaluation, column) for column in _COLUMNS))
 
 
 def current_stack(*, hardware: str) -> str:
-    """The stack of the latest finished evaluation on `hardware`: what its workers run now ("" when unknown)."""
-    rows = Evaluation.objects.filter(
-        hardware=hardware, status=Evaluation.Status.DONE, result__environment__torch__isnull=False
-    ).order_by("-finished_at", "-pk")
-    for result in rows.values_list("result", flat=True)[:1]:
-        return stack_label((result or {}).get("environment"))
+    """The stack of the latest finished evaluation on `hardware` whose record names its torch: what its workers run
+    now ("" when unknown)."""
+    rows = (
+        Evaluation.objects.filter(hardware=hardware, status=Evaluation.Status.DONE)
+        .exclude(env_torch="")
+        .order_by("-finished_at", "-pk")
+    )
+    for columns in rows.values_list(*_COLUMNS)[:1]:
+        return _label_of(columns)
     return ""
 
 
@@ -51,8 +64,8 @@ def stacks(*, hardware: str | None = None) -> list[str]:
     if hardware:
         rows = rows.filter(hardware=hardware)
     seen: dict[str, None] = {}
-    for result in rows.order_by("-finished_at").values_list("result", flat=True).iterator():
-        label = stack_label((result or {}).get("environment"))
+    for columns in rows.order_by("-finished_at").values_list(*_COLUMNS).iterator():
+        label = _label_of(columns)
         if label:
             seen.setdefault(label, None)
     return list(seen)
@@ -108,16 +121,16 @@ def stack_q(label: str) -> Q:
     for part in label.split(" / "):
         if part == CPU_PART:
             named.add("device_name")
-            q &= Q(result__environment__device_name__iexact="cpu")
+            q &= Q(env_device_name__iexact="cpu")
             continue
         name, _, value = part.partition(" ")
         if name not in keys or not value:
             return Q(pk__in=[])  # not a stack this site writes: nothing matches
         named.add(keys[name])
-        q &= Q(**{f"result__environment__{keys[name]}": value})
+        q &= Q(**{STACK_COLUMNS[keys[name]]: value})
     for key, _ in STACK_KEYS:  # parts the label leaves out are absent from the record
         if key not in named:
-            q &= Q(**{f"result__environment__{key}__isnull": True}) | Q(**{f"result__environment__{key}": None})
+            q &= Q(**{STACK_COLUMNS[key]: ""})
     return q
 
 
@@ -135,11 +148,11 @@ def board_measured(*, hardware: str, problem_set: str, stack: str = "") -> Board
     `stack` (all of them for "")."""
     rows = Evaluation.objects.filter(
         standing_q(), status=Evaluation.Status.DONE, hardware=hardware, kernel__problem__problem_set=problem_set
-    ).values_list(*(f"result__environment__{key}" for key, _ in STACK_KEYS), "finished_at")
+    ).values_list(*_COLUMNS, "finished_at")
     counts: dict[str, int] = {}
     times = []
     for *parts, finished in rows.iterator():
-        label = stack_label({key: value for (key, _), value in zip(STACK_KEYS, parts, strict=True)})
+        label = _label_of(tuple(parts))
         if label:
             counts[label] = counts.get(label, 0) + 1
         if finished and (not stack or label == stack):

@@ -24,9 +24,9 @@ from catalogue.services import submission_count_finished, submission_start
 from evaluator import enqueue
 from evaluator.hardware import device_for
 from evaluator.harness.record import Record
-from evaluator.host import with_driver
+from evaluator.host import record_with_driver
 from evaluator.models import Baseline, DistributionResult, Evaluation
-from evaluator.records import ERROR_MAX_CHARS, distribution_rows, evaluation_columns
+from evaluator.record_projection import ERROR_MAX_CHARS, distribution_rows, evaluation_columns
 from evaluator.selectors.budget_admission import budget_held
 from evaluator.selectors.seeds import published_commitment
 from evaluator.services.baselines import baseline_add_sample, baseline_fields
@@ -189,14 +189,27 @@ def _is_rerun(evaluation: Evaluation) -> bool:
     return earlier.filter(pk__lt=evaluation.pk).exists()
 
 
-def timeout_record(*, seconds: int) -> dict[str, Any]:
+def timeout_record(*, seconds: int) -> Record:
     """The result record for an evaluation stopped by Celery's soft time limit (the harness should stop first)."""
     return Record(
         status=Evaluation.ResultStatus.TIMEOUT.value,
         correct=False,
         standard_correct=False,
         error=f"evaluation exceeded the worker's soft time limit ({seconds} s)",
-    ).to_dict()
+    )
+
+
+def evaluation_record(*, evaluation: Evaluation, record: dict[str, Any] | Record) -> Record | None:
+    """What the harness returned for `evaluation`, typed: validated once here (NaN and Inf read as null), for
+    evaluation_finish. None when it is not a record of the contract (evaluator/harness/record.py): the evaluation
+    is then failed, as an infrastructure error with the reason."""
+    if isinstance(record, Record):
+        return record
+    try:
+        return Record.from_dict(finite(record))
+    except ValueError as exc:
+        evaluation_fail(evaluation=evaluation, error=f"the harness returned a malformed result record: {exc}")
+        return None
 
 
 # --- Finish -----------------------------------------------------------------------------------------------------
@@ -215,18 +228,14 @@ def _count_finished(evaluation: Evaluation, *, correct: bool) -> None:
     submission_finished_notify(submission_id=submission_id)  # its uploader's webhook, once the submission closes
 
 
-def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool:
-    """Validate and store a harness result record: Evaluation columns, DistributionResult rows, the Baselines'
-    aggregates, the submission's counters, and (when the reference output was constant) the problem's degenerate
-    status. A record that is not one (evaluator/harness/record.py) fails the
+def evaluation_finish(*, evaluation: Evaluation, record: Record) -> bool:
+    """Store a harness result record (typed by evaluation_record, or built by the site): Evaluation columns,
+    DistributionResult rows, the Baselines' aggregates, the submission's counters, and (when the reference output
+    was constant) the problem's degenerate status. A record whose seeds do not match what was published fails the
     evaluation instead. Returns False (and stores nothing) if this attempt no longer owns the row."""
-    record, master = seeds_take(record)  # the master seed is kept apart, never in the stored record
-    record = with_driver(record, device=device_for(evaluation.hardware))  # this worker's NVIDIA driver, for the stack
-    try:
-        result = Record.from_dict(finite(record))
-    except ValueError as exc:
-        return evaluation_fail(evaluation=evaluation, error=f"the harness returned a malformed result record: {exc}")
-    if result.status not in RESULT_STATUSES:
+    master = seeds_take(record)  # the master seed is kept apart, never in the stored record
+    record_with_driver(record, device=device_for(evaluation.hardware))  # this worker's NVIDIA driver, for the stack
+    if record.status not in RESULT_STATUSES:
         return evaluation_fail(evaluation=evaluation, error="the harness returned a malformed result record")
     published = published_commitment(evaluation_id=evaluation.pk)
     if published is not None:  # the digest published before the run is the one the record must commit to
@@ -235,7 +244,7 @@ def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool
             return evaluation_fail(evaluation=evaluation, error=refusal)
     elif seeds_used(master):
         return evaluation_fail(evaluation=evaluation, error="the harness reused a master seed of another evaluation")
-    columns = evaluation_columns(result)
+    columns = evaluation_columns(record)
     with transaction.atomic():
         updated = Evaluation.objects.filter(
             pk=evaluation.pk, status=Evaluation.Status.RUNNING, attempts=evaluation.attempts
@@ -243,20 +252,19 @@ def evaluation_finish(*, evaluation: Evaluation, record: dict[str, Any]) -> bool
             status=Evaluation.Status.DONE,
             finished_at=timezone.now(),
             **columns,
-            harness_seconds=harness_seconds(evaluation=evaluation, phases=result.phases),
+            harness_seconds=harness_seconds(evaluation=evaluation, phases=record.phases),
         )
         if updated != 1:
             log.warning("evaluation %s: result of a stale attempt ignored", evaluation.pk)
             return False
-        _store_distributions(evaluation, result)
-        _store_baselines(evaluation, result)
+        _store_distributions(evaluation, record)
+        _store_baselines(evaluation, record)
         _count_finished(evaluation, correct=columns["correct"])
         if published is None:  # an older row: its digest is published with the verdict
             seeds_commit(evaluation=evaluation, master=master, record=record)
-    if result.reference_constant:
+    if record.reference_constant:
         problem_degenerate_check(problem_id=evaluation.kernel.problem_id)
-    sol = result.speed_of_light.to_dict() if result.speed_of_light is not None else None
-    problem_work_from_record(problem_id=evaluation.kernel.problem_id, speed_of_light=sol)
+    problem_work_from_record(problem_id=evaluation.kernel.problem_id, speed_of_light=record.speed_of_light)
     evaluations_release(kernel_id=evaluation.kernel_id)  # its unused bound is back: held kernels may go
     return True
 

@@ -16,28 +16,26 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any
 
 from django.db.models import Q
 from django.utils import timezone
 
 from evaluator.harness import seeds
+from evaluator.harness.record import Record
 from evaluator.models import Evaluation, SeedCommitment
 from evaluator.selectors.seeds import reveal_after
 
 log = logging.getLogger(__name__)
 
 
-def seeds_take(record: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """A copy of `record` without the master seed, and the master (None when the harness sent none or a bad one)."""
-    if not isinstance(record, dict) or seeds.RECORD_KEY not in record:
-        return record, None
-    record = dict(record)
-    value = record.pop(seeds.RECORD_KEY)
+def seeds_take(record: Record) -> str | None:
+    """Take the master seed out of `record` (it travels beside the record, in its `extra`, never to be stored) and
+    return it (None when the harness sent none or a bad one)."""
+    value = record.extra.pop(seeds.RECORD_KEY, None)
     try:
-        return record, seeds.check(value) if isinstance(value, str) else None
+        return seeds.check(value) if isinstance(value, str) else None
     except ValueError:
-        return record, None
+        return None
 
 
 def seeds_publish(*, evaluation_ids: list[int]) -> None:
@@ -62,17 +60,14 @@ def seeds_publish(*, evaluation_ids: list[int]) -> None:
     SeedCommitment.objects.bulk_create(rows, ignore_conflicts=True)
 
 
-def seeds_refusal(*, published: SeedCommitment, master: str | None, record: dict[str, Any]) -> str | None:
+def seeds_refusal(*, published: SeedCommitment, master: str | None, record: Record) -> str | None:
     """Why a finished record cannot stand for an evaluation whose digest was published before its run, or None.
 
     The record must commit to the published digest (`environment.seeds_digest`), and a master the harness handed
     back must be the published one. A record without a digest is the site's own (a timeout, a harness that died
     while the kernel ran): it is taken only when it is not a correct verdict, since it shows no seeded figure."""
-    if not isinstance(record, dict):
-        return None  # not a record at all: evaluation_finish fails it as malformed
-    env = record.get("environment")
-    digest = env.get("seeds_digest") if isinstance(env, dict) else None
-    if digest is None and record.get("correct") is not True:
+    digest = record.environment.seeds_digest
+    if digest is None and record.correct is not True:
         return None
     if digest != published.digest:
         return (
@@ -89,18 +84,17 @@ def seeds_used(master: str | None) -> bool:
     return bool(master) and SeedCommitment.objects.filter(digest=seeds.digest(master or "")).exists()
 
 
-def seeds_commit(*, evaluation: Evaluation, master: str | None, record: dict[str, Any]) -> SeedCommitment | None:
+def seeds_commit(*, evaluation: Evaluation, master: str | None, record: Record) -> SeedCommitment | None:
     """Keep the master seed of a stored result (inside the finishing transaction). Nothing is kept when the record
     does not commit to this master (its seeds_digest differs): such seeds could not be checked by anyone."""
     if not master:
         return None
-    env = record.get("environment") or {}
     digest = seeds.digest(master)
-    if env.get("seeds_digest") != digest:
+    if record.environment.seeds_digest != digest:
         log.warning("evaluation %s: the record's seeds_digest does not commit to its master seed", evaluation.pk)
         return None
     return SeedCommitment.objects.create(
-        evaluation_id=evaluation.pk, master=master, digest=digest, scheme=str(env.get("seeds_scheme") or "")
+        evaluation_id=evaluation.pk, master=master, digest=digest, scheme=str(record.environment.seeds_scheme or "")
     )
 
 

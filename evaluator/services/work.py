@@ -2,7 +2,8 @@
 
 Counted by the harness's meta-device forward (harness/workers/flops.py): by `manage.py count_flops` for imported
 problems (the 270 KernelBench problems take minutes on two cores, so not at import), and from the first evaluation's
-record (`speed_of_light`), which the harness fills on every evaluation anyway.
+record (`speed_of_light`), which the harness fills on every evaluation anyway. Both store the same keys
+(COUNT_KEYS).
 """
 
 from __future__ import annotations
@@ -12,8 +13,12 @@ from typing import Any
 
 from catalogue.models import Problem
 from catalogue.services import problem_set_work
+from evaluator.harness.record import SpeedOfLight
 
-COUNT_KEYS = ("matrix_flops", "vector_flops", "input_bytes", "output_bytes", "param_bytes", "dtype", "precision")
+# A problem's `work_counts`, the same keys from either source: `count_source` (workers/flops.py) and a record's
+# speed of light, which carries the reference worker's count under these names (since schema 4; older records hold
+# only the FLOPs' parts). The tensor-core precision the bound used follows from `dtype` (roofline.precision_of).
+COUNT_KEYS = ("matrix_flops", "vector_flops", "input_bytes", "output_bytes", "param_bytes", "dtype")
 
 
 def problem_count_work(*, problem: Problem, force: bool = False) -> dict[str, Any] | None:
@@ -47,10 +52,11 @@ def problems_count_work(*, problems: Iterable[Problem], force: bool = False) -> 
     return done, failed
 
 
-def problem_work_from_record(*, problem_id: int, speed_of_light: dict[str, Any] | None) -> None:
+def problem_work_from_record(*, problem_id: int, speed_of_light: SpeedOfLight | None) -> None:
     """Fill an uncounted problem's work from an evaluation's `speed_of_light` (the reference worker counted it)."""
-    sol = speed_of_light or {}
-    flops, nbytes = sol.get("flops"), sol.get("bytes")
+    if speed_of_light is None:
+        return
+    flops, nbytes = speed_of_light.flops, speed_of_light.bytes
     if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
         return
     if not isinstance(flops, int) or isinstance(flops, bool) or flops < 0:
@@ -59,5 +65,5 @@ def problem_work_from_record(*, problem_id: int, speed_of_light: dict[str, Any] 
         problem_id=problem_id,
         flops=flops,
         bytes_moved=nbytes,
-        counts={k: sol[k] for k in COUNT_KEYS if k in sol},
+        counts={k: value for k in COUNT_KEYS if (value := getattr(speed_of_light, k)) is not None},
     )

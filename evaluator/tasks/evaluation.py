@@ -77,7 +77,8 @@ def evaluate_kernel(self: Any, evaluation_id: int, **kwargs: Any) -> None:
         log.exception("evaluation %s: unexpected error", evaluation_id)
         svc.evaluation_fail(evaluation=evaluation, error=f"internal error: {type(exc).__name__}: {exc}")
         return
-    if svc.evaluation_finish(evaluation=evaluation, record=record):
+    result = svc.evaluation_record(evaluation=evaluation, record=record)  # typed once; None: failed as malformed
+    if result is not None and svc.evaluation_finish(evaluation=evaluation, record=result):
         _audit_runtime(evaluation_id)
 
 

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db.models import Max
 
 from catalogue.models import Problem
-from leaderboard.templatetags.kb_format import is_cpu
+from evaluator.hardware import is_cpu
 
 # The label a set gets when nobody names one: the full-size benchmark (`import_problems`), the project's demo.
 KERNELBENCH_SET = "kernelbench-main"

@@ -17,7 +17,6 @@ from catalogue.models import Problem
 from evaluator.models import Baseline, DistributionResult, Evaluation
 from evaluator.selectors.eligibility import confirmed_hack_exists, eligibility_q, standing_q
 from evaluator.selectors.stacks import stack_q
-from evaluator.values import finite_number
 from leaderboard.selectors.ranking_shapes import (
     BASELINE_ROWS,
     DEFAULT_SORT,
@@ -125,15 +124,10 @@ def _evaluation_samples(*, hardware: str, problem_set: str, stack: str = "") -> 
             "source_key",
             "is_confirmed_hack",
             "candidate_ms",
-            "result__speed_of_light__fraction",
+            "speed_of_light_fraction",
         )
     )
-    return [Sample._make((*row[:-1], _positive(row[-1]), 1)) for row in rows]
-
-
-def _positive(value: object) -> float | None:
-    number = finite_number(value)
-    return number if number is not None and number > 0 else None
+    return [Sample._make((*row, 1)) for row in rows]  # the fraction's column is positive and finite or null
 
 
 def _stored_baselines(*, hardware: str, problem_set: str) -> list[tuple]:

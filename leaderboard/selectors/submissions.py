@@ -12,6 +12,7 @@ from django.db.models import Count, Min, Q, QuerySet
 from catalogue.models import Submission
 from evaluator.models import Evaluation
 from evaluator.selectors.eligibility import ranked_evaluations
+from evaluator.verdict_label import VerdictLabel
 from leaderboard.untrusted import spreadsheet_cell
 
 
@@ -40,6 +41,25 @@ def queue_position(*, hardware: str, before_pk: int) -> int:
     ).count()
 
 
+@dataclass(frozen=True, slots=True)
+class KernelProgress:
+    """One kernel of a running submission: its current evaluation's state and verdict."""
+
+    kernel_id: int
+    evaluation_id: int
+    level: int
+    problem_id: int
+    problem_name: str
+    sample: int
+    status: str
+    result_status: str
+    correct: bool | None
+    speedup: float | None
+    attempts: int
+    error: str
+    verdict: VerdictLabel
+
+
 @dataclass(slots=True)
 class SubmissionProgress:
     """Everything the progress widget and `GET /api/submissions/<id>/` show about a running submission."""
@@ -52,7 +72,7 @@ class SubmissionProgress:
     running: int
     failed: int
     queue_position: int | None
-    kernels: list[dict[str, Any]] = field(default_factory=list)
+    kernels: list[KernelProgress] = field(default_factory=list)
 
     @property
     def percent(self) -> int:
@@ -79,20 +99,21 @@ def submission_progress(*, submission: Submission, with_kernels: bool = True) ->
     if with_kernels:
         for ev in evaluations:
             kernels.append(
-                {
-                    "kernel_id": ev.kernel_id,
-                    "evaluation_id": ev.pk,
-                    "level": ev.kernel.problem.level,
-                    "problem_id": ev.kernel.problem.problem_id,
-                    "problem_name": ev.kernel.problem.name,
-                    "sample": ev.kernel.sample,
-                    "status": ev.status,
-                    "result_status": ev.result_status,
-                    "correct": ev.correct,
-                    "speedup": ev.speedup,
-                    "attempts": ev.attempts,
-                    "error": ev.error[:300],
-                }
+                KernelProgress(
+                    kernel_id=ev.kernel_id,
+                    evaluation_id=ev.pk,
+                    level=ev.kernel.problem.level,
+                    problem_id=ev.kernel.problem.problem_id,
+                    problem_name=ev.kernel.problem.name,
+                    sample=ev.kernel.sample,
+                    status=ev.status,
+                    result_status=ev.result_status,
+                    correct=ev.correct,
+                    speedup=ev.speedup,
+                    attempts=ev.attempts,
+                    error=ev.error[:300],
+                    verdict=ev.verdict_label(),
+                )
             )
     return SubmissionProgress(
         status=submission.status,

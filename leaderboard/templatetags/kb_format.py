@@ -1,4 +1,5 @@
-"""Number, verdict and link formatting shared by the leaderboard, problem, LLM and inspector templates.
+"""Number, distribution and link formatting shared by the leaderboard, problem, LLM and inspector templates (the
+verdict itself is the evaluation's: `Evaluation.verdict_label()`).
 
 Speedups and ratios read in three significant figures with one multiplication sign (0.00123x reads "0.00123×",
 not "0.00×"); a speedup whose 95 % interval spans more than a factor of two is marked noisy, and CPU timings say so.
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from django import template
@@ -16,21 +16,15 @@ from django.urls import NoReverseMatch
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 
-from evaluator.harness.record import Record
+from evaluator.hardware import is_cpu
 from evaluator.values import finite_number
+from evaluator.verdict_label import DISTRIBUTIONS, distribution_label
 from leaderboard.highlight import highlight_python
 
 register = template.Library()
 DASH = "\u2014"
 TIMES = "\u00d7"
 NOISY_SPAN = 2.0  # hi / lo of the 95 % interval above which a speedup is marked noisy
-# docs/protocol.md section 2: the four input distributions (factor applied to every floating-point input).
-DISTRIBUTIONS = {
-    "D1": ("\u00d71", "inputs as the problem generates them"),
-    "D2": ("\u00d73", "inputs scaled by 3: overflow, precision"),
-    "D3": ("\u00d70.01", "inputs scaled by 0.01: underflow, epsilon handling"),
-    "D4": ("\u00d7\u22121", "inputs negated: sign shortcuts, identity tricks"),
-}
 
 
 def _num(value: Any) -> float | None:
@@ -140,11 +134,6 @@ def is_noisy(low: object, high: object) -> bool:
     return lo is not None and hi is not None and lo > 0 and hi / lo > NOISY_SPAN
 
 
-def is_cpu(hardware: object) -> bool:
-    """CPU timings (the demo, the tests): noisy on a shared machine, not a GPU speedup."""
-    return str(hardware or "").lower().startswith("cpu")
-
-
 @register.simple_tag
 def speedup(
     value: object, low: object = None, high: object = None, *, hardware: object = "", counted: bool = True
@@ -175,74 +164,8 @@ def speedup(
     return html
 
 
-@dataclass
-class Verdict:
-    label: str
-    css: str  # badge class
-    detail: str = ""
-
-
-def failed_distributions(evaluation: object) -> list[str]:
-    """Names of the non-skipped distributions that failed, from the stored rows or the result record."""
-    rows = _attr(evaluation, "failed_distribution_names")
-    if rows is not None:
-        return sorted(rows)
-    result = _attr(evaluation, "result")
-    if not isinstance(result, dict):
-        return []
-    return sorted(d.name for d in Record.from_stored(result).distributions if d.passed is False and not d.skipped)
-
-
-def distribution_label(name: str) -> str:
-    """'D4' -> 'D4 (×−1)'."""
-    factor = DISTRIBUTIONS.get(name, ("", ""))[0]
-    return f"{name} ({factor})" if factor else name
-
-
 def _attr(obj: object, name: str, default: object = None) -> Any:
     return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
-
-
-def verdict_of(e: object) -> Verdict:
-    """One verdict per evaluation (a model row or a dict with the same keys): Verified, Incorrect (which
-    distributions), Timeout, Compile error, Runtime error, Rejected, Confirmed hack, or its progress."""
-    status = _attr(e, "status", "")
-    if status in ("queued", "running"):
-        return Verdict(status.capitalize(), "")
-    if status == "failed":
-        return Verdict("Not evaluated", "badge-bad", "the evaluation infrastructure gave up; no verdict")
-    if _attr(e, "is_confirmed_hack", False):
-        return Verdict("Confirmed hack", "badge-hack", "a person confirmed a reward hack: not ranked")
-    result_status = _attr(e, "result_status", "") or "ok"
-    if result_status == "timeout":
-        return Verdict("Timeout", "badge-bad", "the kernel ran past the time limit")
-    if result_status == "compile_error":
-        return Verdict("Compile error", "badge-bad", "the kernel did not compile")
-    if result_status == "runtime_error":
-        return Verdict("Runtime error", "badge-bad", "the kernel raised or crashed")
-    if result_status == "rejected":
-        return Verdict("Rejected", "badge-bad", "the kernel broke a rule of the harness (see the checks)")
-    if _attr(e, "correct", None):
-        if _attr(e, "eligible", True):
-            return Verdict("Verified", "badge-ok", "passed D1\u2013D4 and every check")
-        return Verdict("Verified", "badge-warn", "correct, but not ranked: the problem is inactive")
-    failed = failed_distributions(e)
-    if set(failed) >= set(DISTRIBUTIONS):
-        return Verdict(
-            "Incorrect: D1\u2013D4 all failed", "badge-bad", "incorrect: wrong outputs under every input distribution"
-        )
-    if failed:
-        return Verdict(
-            f"Incorrect: {', '.join(distribution_label(n) for n in failed)} failed",
-            "badge-bad",
-            "incorrect: wrong outputs under these input distributions",
-        )
-    return Verdict("Incorrect", "badge-bad", "incorrect: failed the verified gate (see the checks)")
-
-
-@register.simple_tag
-def verdict(e: object) -> Verdict:
-    return verdict_of(e)
 
 
 @register.filter

@@ -4,6 +4,7 @@ look up is a field of the record type (evaluator/harness/record.py), and every c
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from evaluator.audit import runtime_signals
@@ -46,12 +47,11 @@ def test_the_runtime_audit_maps_exactly_the_check_names_of_the_record_type():
 
 
 def test_every_record_key_the_inspector_reads_is_a_record_field():
-    """The inspector reads the record typed (Record.from_stored); where it reads the parts as dicts, the keys exist,
-    and it reads nothing out of the record's `extra` (keys no writer names)."""
+    """The inspector reads the record typed (Record.from_stored) and turns no part back into a dict to look keys up
+    in; it reads nothing out of the record's `extra` (keys no writer names)."""
     path = REPO / "inspector" / "selectors.py"
-    keys = _looked_up(path, {"_timing", "_side_by_side", "_memory"})
-    assert {"pairs", "kernels"} <= keys
-    assert keys <= RECORD_KEYS, sorted(keys - RECORD_KEYS)
+    readers = {"_timing_extra", "_distribution_rows", "_timed_outputs_row", "_side_by_side", "kernel_inspection"}
+    assert _looked_up(path, readers) == set()
     tree = ast.parse(path.read_text())
     attributes = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
     read_off_result = {
@@ -59,3 +59,16 @@ def test_every_record_key_the_inspector_reads_is_a_record_field():
     }
     assert "extra" not in read_off_result and "speedup_ci" in attributes
     assert read_off_result <= set(Record.keys()) | {"to_dict", "check"}, read_off_result - set(Record.keys())
+
+
+def test_every_record_field_the_inspector_page_names_exists():
+    """A template reads a missing attribute as "" without a word: each `i.result.<part>.<field>` the page names, and
+    each field read off a name bound to one (`{% with s=i.result.speed_of_light %}` ... `s.fraction`), is a field of
+    the record type."""
+    text = (REPO / "templates" / "inspector" / "kernel_detail.html").read_text()
+    chains = re.findall(r"\bi\.result\.([\w.]+)", text)
+    aliases = dict(re.findall(r"\b(\w+)=i\.result\.([\w.]+)", text))
+    named = {name for chain in chains for name in chain.split(".")}
+    named |= {field for alias in aliases for field in re.findall(rf"(?<![\w.]){alias}\.(\w+)", text)}
+    assert {"speed_of_light", "fraction", "unstable_reason", "sandbox", "baseline_peak_bytes"} <= named
+    assert named <= RECORD_KEYS | {"faster_than_light"}, sorted(named - RECORD_KEYS)

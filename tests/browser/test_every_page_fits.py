@@ -22,6 +22,7 @@ import pytest
 from django.core.management import call_command
 
 from catalogue.models import LLM, Kernel, Submission
+from evaluator.harness.record import Record
 from evaluator.models import Evaluation
 from evaluator.services.evaluations import evaluation_claim, evaluation_finish
 from evaluator.services.seeds import seeds_reveal
@@ -97,7 +98,7 @@ def fresh_make_run(db, settings, monkeypatch, django_user_model):
             evaluate_kernel.apply(args=args)
             return
         claimed = evaluation_claim(evaluation_id=args[0], worker="in-process")
-        evaluation_finish(evaluation=claimed, record=record(speedup=0.5 + kernel.sample))
+        evaluation_finish(evaluation=claimed, record=Record.from_dict(record(speedup=0.5 + kernel.sample)))
 
     monkeypatch.setattr(evaluate_kernel, "apply_async", evaluate)
     monkeypatch.setattr(audit_kernels_static, "apply_async", lambda *a, **kw: None)

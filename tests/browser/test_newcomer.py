@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from catalogue.models import Submission
+from evaluator.harness.record import Record
 from evaluator.models import Evaluation
 from evaluator.services.evaluations import evaluation_claim, evaluation_finish
 from tests.pipeline.helpers import DEMO_DIR, committed, demo_kernel, kernel_name, make_zip, record
@@ -50,7 +51,7 @@ def evaluated_in_process(monkeypatch):
         if hack:
             rec["correct"] = False
             rec["distributions"][3]["passed"] = False  # D4
-        evaluation_finish(evaluation=evaluation, record=committed(evaluation.pk, rec))
+        evaluation_finish(evaluation=evaluation, record=Record.from_dict(committed(evaluation.pk, rec)))
 
     monkeypatch.setattr(evaluate_kernel, "apply_async", finish)
     monkeypatch.setattr(audit_kernels_static, "apply_async", lambda *a, **kw: None)

@@ -8,23 +8,28 @@ counts as an import of the module `pkg.name` when that is a module, else of `pkg
 1. No circles: every strongly connected component of the graph is one module.
 2. The apps depend one way (tests/foundation/test_app_layers.py): catalogue <- evaluator <- leaderboard <- inspector,
    and `config` (settings, URLs, the Celery app, the project's signal wiring) sits above them all: no app imports it.
-3. In every app, selectors read and services write: a selector imports no service and no task.
+3. In every app, selectors read and services write: a selector imports no service and no task, and reaches no
+   template tag library, however indirectly (what a page and a selector share, a tag imports from below it).
 4. Inside the evaluator, a module imports only its own layer or those below (EVALUATOR_LAYERS, bottom to top):
 
    - harness: the evaluation itself, run in subprocesses; imports nothing else of the evaluator (its own folders'
      rules are in tests/harness/test_import_boundary.py);
-   - values, host, orphans, hardware, results_version, webhook_addresses: plain helpers (finite JSON values, the
-     host's driver, processes left behind, hardware labels, the cache counter that boards key on, which addresses a
-     webhook may call);
+   - values, host, orphans, hardware, results_version, webhook_addresses, verdict_label: plain helpers (finite JSON
+     values, the host's driver, processes left behind, hardware labels, the cache counter that boards key on, which
+     addresses a webhook may call, the one-line verdict of an evaluation);
    - audit, runner: the static audit's rules and the LLM judges (no models); the runner that starts the harness;
    - models;
-   - selectors, dataset, enqueue, records: reads, the published dataset, sending a task by its name, and the
+   - selectors, dataset, enqueue, record_projection: reads, the published dataset, sending a task by its name, and the
      projection of a result record onto the models;
    - services: writes; they send tasks through evaluator.enqueue, never by importing evaluator.tasks;
    - tasks: Celery adapters over the services;
    - api, views_*, admin, admin_actions, urls, management, apps: the doors.
 
    A new top-level module or folder of the evaluator must be given a layer here.
+5. The Django side (every package here but the harness itself) imports from the harness only its shared door
+   (HARNESS_DOOR: the record, the spec and options, the seeds), and the few modules that drive the harness import
+   the one part of it each needs (HARNESS_EXCEPTIONS, exactly). Pages import no orchestrator/, workers/ or sandbox/
+   module: code of the privileged process or of the torch processes is no page's business.
 """
 
 from __future__ import annotations
@@ -40,10 +45,10 @@ SKIPPED = ("migrations", "leaderboard/demo/problems")  # migrations are generate
 
 EVALUATOR_LAYERS: list[set[str]] = [  # bottom to top: the first part of the module name below `evaluator.`
     {"harness"},
-    {"values", "host", "orphans", "hardware", "results_version", "webhook_addresses"},
+    {"values", "host", "orphans", "hardware", "results_version", "webhook_addresses", "verdict_label"},
     {"audit", "runner"},
     {"models"},
-    {"selectors", "dataset", "enqueue", "records"},
+    {"selectors", "dataset", "enqueue", "record_projection"},
     {"services"},
     {"tasks"},
     {"api", "views_profiles", "views_review", "admin", "admin_actions", "urls", "management", "apps"},
@@ -183,6 +188,25 @@ def selectors_importing_writers(graph: Graph) -> list[str]:
     ]
 
 
+def selectors_reaching_template_tags(graph: Graph) -> list[str]:
+    """Selectors whose imports lead, directly or not, to a templatetags module (with the first one on the way)."""
+    bad = []
+    for module in sorted(graph):
+        if not _is_part(module, "selectors"):
+            continue
+        seen, todo = {module}, [(module, "")]
+        while todo:
+            current, via = todo.pop()
+            for target in sorted(graph.get(current, {})):
+                if target in seen:
+                    continue
+                seen.add(target)
+                if _is_part(target, "templatetags"):
+                    bad.append(f"{module} reaches {target}{f' through {via}' if via else ''}")
+                todo.append((target, via or target))
+    return bad
+
+
 def apps_importing_config(graph: Graph) -> list[str]:
     return [
         f"{module}:{line} imports {target}"
@@ -191,6 +215,41 @@ def apps_importing_config(graph: Graph) -> list[str]:
         for target, line in sorted(edges.items())
         if target.split(".")[0] == "config"
     ]
+
+
+# What Django-side code may import from the harness (rule 5): the shared door, for any module...
+HARNESS_DOOR = {
+    "evaluator.harness",  # the package itself (`from evaluator.harness import seeds`)
+    "evaluator.harness.record",  # the result record's one definition; its parts are re-exported there
+    "evaluator.harness.protocol",  # the spec, options and tolerances the site passes to and reads from the harness
+    "evaluator.harness.seeds",  # seeds: commit before the run, reveal after
+}
+# ... and, for these modules only, exactly these parts of it.
+HARNESS_EXCEPTIONS = {
+    "evaluator.runner": {  # starts the harness process inside its sandbox
+        "evaluator.harness.sandbox.confine",
+        "evaluator.harness.sandbox.namespaces",
+        "evaluator.harness.sandbox.privileges",
+    },
+    "evaluator.services.work": {"evaluator.harness.workers.flops"},  # counts a trusted problem file on the meta device
+    "evaluator.services.reproduction": {  # compares a re-run's record with the stored one
+        "evaluator.harness.orchestrator",
+        "evaluator.harness.orchestrator.reproduce",
+    },
+    "evaluator.management.commands.reproduce": {"evaluator.harness.orchestrator.reproduce"},
+}
+
+
+def harness_imports_beyond_the_door(graph: Graph) -> dict[str, set[str]]:
+    """{Django-side module: the harness modules it imports that are not HARNESS_DOOR}."""
+    found: dict[str, set[str]] = {}
+    for module, edges in graph.items():
+        if module == "evaluator.harness" or module.startswith("evaluator.harness."):
+            continue
+        beyond = {t for t in edges if t.split(".")[:2] == ["evaluator", "harness"] and t not in HARNESS_DOOR}
+        if beyond:
+            found[module] = beyond
+    return found
 
 
 # --- The project -------------------------------------------------------------------------------------------------
@@ -220,8 +279,17 @@ def test_selectors_import_no_services_or_tasks():
     assert selectors_importing_writers(_project()) == []
 
 
+def test_selectors_reach_no_template_tag_library():
+    assert selectors_reaching_template_tags(_project()) == []
+
+
 def test_no_app_imports_config():
     assert apps_importing_config(_project()) == []
+
+
+def test_django_side_code_imports_from_the_harness_only_what_is_allowed():
+    """Exactly: a new import beyond the door fails, and so does an exception no module needs any more."""
+    assert harness_imports_beyond_the_door(_project()) == HARNESS_EXCEPTIONS
 
 
 # --- The checks themselves, on planted packages ----------------------------------------------------------------
@@ -264,4 +332,25 @@ def test_a_planted_upward_import_is_found():
         "evaluator.services.x:3 imports evaluator.tasks.y (a higher layer)",
     ]
     assert selectors_importing_writers(graph) == ["leaderboard.selectors.q:2 imports leaderboard.services.w"]
+    tags: Graph = {
+        "inspector.selectors": {"inspector.cpu_noise": 3},
+        "inspector.cpu_noise": {"leaderboard.templatetags.kb_format": 15},
+        "leaderboard.selectors.problem_sets": {"leaderboard.templatetags.kb_format": 15},
+    }
+    assert selectors_reaching_template_tags(tags) == [
+        "inspector.selectors reaches leaderboard.templatetags.kb_format through inspector.cpu_noise",
+        "leaderboard.selectors.problem_sets reaches leaderboard.templatetags.kb_format",
+    ]
     assert apps_importing_config(graph) == ["inspector.views:5 imports config.settings"]
+
+
+def test_a_page_importing_orchestrator_code_is_found():
+    graph: Graph = {
+        "inspector.selectors": {"evaluator.harness.orchestrator.roofline": 18, "evaluator.harness.record": 20},
+        "evaluator.harness.orchestrator.evaluation": {"evaluator.harness.orchestrator.roofline": 3},
+        "leaderboard.views": {"evaluator.harness.workers.flops": 9},
+    }
+    assert harness_imports_beyond_the_door(graph) == {
+        "inspector.selectors": {"evaluator.harness.orchestrator.roofline"},
+        "leaderboard.views": {"evaluator.harness.workers.flops"},
+    }

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from evaluator.harness.orchestrator.launched import custom_launched, defined_kernels, report, summarise
-from evaluator.harness.orchestrator.roofline import faster_than_light, peaks_for, speed_of_light
+from evaluator.harness.orchestrator.roofline import peaks_for, speed_of_light
+from evaluator.harness.record import SpeedOfLight
 from evaluator.harness.workers.flops import SOFTMAX_FLOPS_PER_ELEMENT, count_source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,9 +114,9 @@ def test_roofline_bound_and_fraction():
     sol = speed_of_light(counts, "NVIDIA H200", kernel_ms=2000.0)
     assert sol["precision"] == "tf32" and sol["limit"] == "compute"
     assert sol["bound_ms"] == pytest.approx(1000.0) and sol["memory_ms"] == pytest.approx(1.0)
-    assert sol["fraction"] == pytest.approx(0.5) and not faster_than_light(sol)
+    assert sol["fraction"] == pytest.approx(0.5) and not SpeedOfLight(**sol).faster_than_light()
     fast = speed_of_light(counts, "NVIDIA H200", kernel_ms=500.0)
-    assert faster_than_light(fast)
+    assert SpeedOfLight(**fast).faster_than_light()
     bf16 = speed_of_light({**counts, "dtype": "bfloat16"}, "NVIDIA H200", kernel_ms=None)
     assert bf16["bound_ms"] == pytest.approx(500.0, rel=1e-3) and bf16["fraction"] is None
     cpu = speed_of_light(counts, None, kernel_ms=1.0)

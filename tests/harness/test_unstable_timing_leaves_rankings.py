@@ -10,7 +10,7 @@ from django.urls import reverse
 from evaluator.audit.runtime_signals import runtime_findings
 from evaluator.models import Evaluation
 from evaluator.selectors.eligibility import ranked_evaluations
-from tests.factories import EvaluationFactory
+from tests.factories import EvaluationFactory, store_result
 
 pytestmark = pytest.mark.django_db
 
@@ -19,8 +19,7 @@ def _with_timing(timing: dict | None) -> int:
     evaluation = EvaluationFactory()
     result = dict(evaluation.result)
     result["timing"] = timing
-    evaluation.result = result
-    evaluation.save(update_fields=["result"])
+    store_result(evaluation, result)
     return evaluation.pk
 
 

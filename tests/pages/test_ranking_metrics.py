@@ -161,9 +161,7 @@ def test_board_follows_the_real_finish_service_and_flag_reviews(add_sample, leve
     Submission = type(running.kernel.submission)
     Submission.objects.filter(pk=running.kernel.submission_id).update(kernel_count=1, evaluated_count=0)
     assert client.get("/api/leaderboard/", {"hardware": "h200"}).json()["rows"] == []  # cached: nothing finished
-    record = Record(
-        status="ok", correct=True, standard_correct=True, speedup=2.0, speedup_fp32=2.5, memory_ratio=1.5
-    ).to_dict()
+    record = Record(status="ok", correct=True, standard_correct=True, speedup=2.0, speedup_fp32=2.5, memory_ratio=1.5)
     assert evaluation_finish(evaluation=running, record=record)
     rows = client.get("/api/leaderboard/", {"hardware": "h200"}).json()["rows"]
     assert [(r["name"], r["correct"], r["speedup"]) for r in rows] == [("worker-llm", 1, 2.0)]

@@ -4,18 +4,21 @@ something, charts that say why they are empty, level tabs only for levels with p
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from django.template import Context, Template
 from django.urls import reverse
 
-from evaluator.models import AuditFlag
+from evaluator.models import AuditFlag, Evaluation
 from leaderboard import charts
 from leaderboard.selectors.ranking import Cell, LeaderboardRow
-from leaderboard.templatetags.kb_format import readable, times, verdict_of
+from leaderboard.templatetags import kb_format
+from leaderboard.templatetags.kb_format import readable, times
 from tests.factories import AuditFlagFactory, DistributionResultFactory, ProblemFactory
 
 pytestmark = pytest.mark.django_db
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -46,31 +49,34 @@ def test_wide_intervals_are_noisy_and_cpu_timings_say_so():
     assert "noisy" in html and ">CPU<" in html
 
 
-class FakeEvaluation:
-    def __init__(self, **kw):
-        self.status, self.result_status, self.correct, self.eligible, self.is_confirmed_hack = (
-            "done",
-            "ok",
-            False,
-            False,
-            False,
-        )
-        self.result = None
-        self.__dict__.update(kw)
+def verdict(**fields) -> str:
+    """The verdict label of an unsaved finished evaluation with these fields (an incorrect, unranked one by default)."""
+    defaults = {"status": "done", "result_status": "ok", "correct": False, "result": None}
+    evaluation = Evaluation(**(defaults | {k: v for k, v in fields.items() if k not in ("eligible", "failed")}))
+    if "eligible" in fields:
+        evaluation.eligible = fields["eligible"]  # the rankings' annotation (evaluator.selectors.eligibility)
+    return evaluation.verdict_label(failed=fields.get("failed")).label
 
 
 def test_one_verdict_per_evaluation():
-    assert verdict_of(FakeEvaluation(correct=True, eligible=True)).label == "Verified"
-    assert verdict_of(FakeEvaluation(failed_distribution_names=["D4"])).label == "Incorrect: D4 (×−1) failed"
-    all_four = FakeEvaluation(failed_distribution_names=["D1", "D2", "D3", "D4"])
-    assert verdict_of(all_four).label == "Incorrect: D1–D4 all failed"
+    assert verdict(correct=True, eligible=True) == "Verified"
+    assert verdict(failed=["D4"]) == "Incorrect: D4 (×−1) failed"
+    assert verdict(failed=["D1", "D2", "D3", "D4"]) == "Incorrect: D1–D4 all failed"
     record = {"distributions": [{"name": "D2", "passed": False}, {"name": "D3", "passed": None, "skipped": True}]}
-    assert verdict_of(FakeEvaluation(result=record)).label == "Incorrect: D2 (×3) failed"
-    assert verdict_of(FakeEvaluation(result_status="timeout")).label == "Timeout"
-    assert verdict_of(FakeEvaluation(result_status="runtime_error")).label == "Runtime error"
-    assert verdict_of(FakeEvaluation(status="failed")).label == "Not evaluated"
-    # Submission progress rows are dicts with the same keys.
-    assert verdict_of({"status": "done", "result_status": "ok", "correct": False}).label == "Incorrect"
+    assert verdict(result=record) == "Incorrect: D2 (×3) failed"
+    timed = {"timed_outputs": {"name": "timed outputs", "passed": False, "skipped": False}}
+    assert verdict(result=timed) == "Incorrect: timed outputs failed"  # as the inspector says it
+    assert verdict(result_status="timeout") == "Timeout"
+    assert verdict(result_status="runtime_error") == "Runtime error"
+    assert verdict(status="failed") == "Not evaluated"
+    assert verdict() == "Incorrect"
+
+
+def test_the_verdict_is_the_evaluations_not_a_template_tags():
+    """Pages read `Evaluation.verdict_label()`; no template tag library computes a verdict."""
+    assert not hasattr(kb_format, "verdict_of") and "verdict" not in kb_format.register.tags
+    for template in (REPO / "templates").rglob("*.html"):
+        assert "{% verdict " not in template.read_text(), template
 
 
 def test_readable_record_values():

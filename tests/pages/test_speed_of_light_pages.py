@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from evaluator.harness.orchestrator.launched import report
 from evaluator.harness.orchestrator.roofline import speed_of_light
+from evaluator.harness.record import SpeedOfLight
 from evaluator.models import Baseline
 from tests.factories import BaselineFactory, ProblemFactory
 
@@ -88,8 +89,8 @@ def test_count_flops_command_and_the_first_record_store_the_problems_work():
     broken.refresh_from_db()
     assert counted.flops == 16 * 16 and counted.bytes_moved == 2 * 16 * 16 * 4  # ReLU on 16x16 fp32
     assert counted.work_counts["dtype"] == "float32" and broken.bytes_moved is None
-    problem_work_from_record(problem_id=broken.pk, speed_of_light={"flops": 10, "bytes": 20, "matrix_flops": 10})
-    problem_work_from_record(problem_id=counted.pk, speed_of_light={"flops": 1, "bytes": 1})  # counted: kept
+    problem_work_from_record(problem_id=broken.pk, speed_of_light=SpeedOfLight(flops=10, bytes=20, matrix_flops=10))
+    problem_work_from_record(problem_id=counted.pk, speed_of_light=SpeedOfLight(flops=1, bytes=1))  # counted: kept
     broken.refresh_from_db()
     counted.refresh_from_db()
     assert (broken.flops, broken.bytes_moved, broken.work_counts) == (10, 20, {"matrix_flops": 10})

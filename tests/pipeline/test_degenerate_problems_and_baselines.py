@@ -9,6 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from catalogue.models import Problem
+from evaluator.harness.record import Record
 from evaluator.models import Baseline, Evaluation
 from evaluator.selectors.eligibility import ranked_evaluations
 from evaluator.services import evaluations as svc
@@ -32,7 +33,7 @@ def rec(*, constant: bool = False, tf32_ms: float = 0.5, fp32_ms: float = 0.55) 
 def finish(ev: Evaluation, r: dict) -> Evaluation:
     claimed = svc.evaluation_claim(evaluation_id=ev.pk, worker="w")
     assert claimed is not None
-    assert svc.evaluation_finish(evaluation=claimed, record=committed(claimed.pk, r)) is True
+    assert svc.evaluation_finish(evaluation=claimed, record=Record.from_dict(committed(claimed.pk, r))) is True
     claimed.refresh_from_db()
     return claimed
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
+from evaluator.harness.record import Record
 from evaluator.models import ComputeBudget, Evaluation
 from evaluator.selectors.budget import budget_for_user
 from evaluator.services import evaluations as svc
@@ -57,7 +58,9 @@ def test_a_finish_refunds_the_unused_bound_and_sends_the_next(
     first = Evaluation.objects.get(pk=sent.ids[0])
     claimed = svc.evaluation_claim(evaluation_id=first.pk, worker="w1")
     with django_capture_on_commit_callbacks(execute=True):
-        assert svc.evaluation_finish(evaluation=claimed, record=committed(claimed.pk, record())) is True
+        assert (
+            svc.evaluation_finish(evaluation=claimed, record=Record.from_dict(committed(claimed.pk, record()))) is True
+        )
     first.refresh_from_db()
     assert 0 <= first.harness_seconds < 300  # charged what it used, not its bound
     assert len(sent.ids) == 4 and sent.ids[3] not in sent.ids[:3]  # its room went to the next held kernel

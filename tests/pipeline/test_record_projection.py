@@ -1,5 +1,6 @@
-"""One projection of a result record onto the Evaluation's columns and DistributionResult rows (evaluator/records.py):
-the service, the synthetic demo data and the loader of exported GPU runs all store what it gives."""
+"""One projection of a result record onto the Evaluation's columns and DistributionResult rows
+(evaluator/record_projection.py): the service, the synthetic demo data and the loader of exported GPU runs all store
+what it gives."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.core.management import call_command
 from catalogue.models import Submission
 from evaluator.harness.record import Record
 from evaluator.models import Evaluation
-from evaluator.records import distribution_rows, evaluation_columns
+from evaluator.record_projection import distribution_rows, evaluation_columns
 from evaluator.services import evaluations as svc
 from tests.pipeline.helpers import REPO_ROOT, committed, record
 from tests.pipeline.test_tasks import evals, submit
@@ -42,7 +43,9 @@ def finish(evaluation: Evaluation, result: dict) -> Evaluation:
     """Store `result` through the service on `evaluation` (put back to running, uncounted: one row serves many)."""
     Evaluation.objects.filter(pk=evaluation.pk).update(status=Evaluation.Status.RUNNING)
     Submission.objects.filter(pk=evaluation.kernel.submission_id).update(evaluated_count=0, correct_count=0)
-    assert svc.evaluation_finish(evaluation=evaluation, record=committed(evaluation.pk, result)) is True
+    assert (
+        svc.evaluation_finish(evaluation=evaluation, record=Record.from_dict(committed(evaluation.pk, result))) is True
+    )
     evaluation.refresh_from_db()
     return evaluation
 

@@ -10,6 +10,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from catalogue.models import Submission
+from evaluator.harness.record import Record
 from evaluator.models import Baseline, DistributionResult, Evaluation, SeedCommitment
 from evaluator.services import evaluations as svc
 from evaluator.services import queues, reaping, reruns
@@ -162,8 +163,10 @@ def test_a_stale_attempt_cannot_overwrite_a_newer_one(demo_problems, sent):
     assert reaping.evaluations_reap().requeued == [ev.pk]
     second = svc.evaluation_claim(evaluation_id=ev.pk, worker="w2")
     assert second.attempts == 2
-    assert svc.evaluation_finish(evaluation=first, record=record(speedup=9.0)) is False
-    assert svc.evaluation_finish(evaluation=second, record=committed(ev.pk, record(speedup=1.1))) is True
+    assert svc.evaluation_finish(evaluation=first, record=Record.from_dict(record(speedup=9.0))) is False
+    assert (
+        svc.evaluation_finish(evaluation=second, record=Record.from_dict(committed(ev.pk, record(speedup=1.1)))) is True
+    )
     ev.refresh_from_db()
     assert (ev.speedup, ev.worker) == (1.1, "w2")
     assert Submission.objects.get().evaluated_count == 1
@@ -218,7 +221,9 @@ def test_rerun_while_queued_or_running_counts_only_the_new_row(demo_problems, st
     assert queued.status == "failed" and queued.error == "superseded by a re-run"
     run(queued.pk)  # its old message arrives: not claimable any more
     assert stand_in.calls == []
-    assert svc.evaluation_finish(evaluation=claimed, record=record()) is True  # the old run still completes...
+    assert (
+        svc.evaluation_finish(evaluation=claimed, record=Record.from_dict(record())) is True
+    )  # the old run still completes...
     submission.refresh_from_db()
     assert submission.evaluated_count == 0  # ...but is not counted: it is no longer current
     stand_in.script = [record(), record()]

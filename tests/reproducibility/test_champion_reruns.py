@@ -13,7 +13,14 @@ from evaluator.harness.record import Record
 from evaluator.models import Evaluation, ReEvaluation, SeedCommitment
 from evaluator.selectors.stacks import current_stack, kernel_verdict_history
 from evaluator.services.reruns import champions_rerun, rerun_budget_left
-from tests.factories import EvaluationFactory, KernelFactory, LLMFactory, ProblemFactory, SubmissionFactory
+from tests.factories import (
+    EvaluationFactory,
+    KernelFactory,
+    LLMFactory,
+    ProblemFactory,
+    SubmissionFactory,
+    record_only_columns,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -92,7 +99,12 @@ def test_the_history_lists_a_kernels_verdicts_across_stacks(board, sent, setting
     record = Record(status="ok", correct=True, standard_correct=True, speedup=2.7).to_dict()
     record["environment"].update(OLD | {"torch": "2.14.0"})
     Evaluation.objects.filter(pk=new.pk).update(
-        status=Evaluation.Status.DONE, result=record, speedup=2.7, correct=True, finished_at=timezone.now()
+        status=Evaluation.Status.DONE,
+        result=record,
+        **record_only_columns(record),
+        speedup=2.7,
+        correct=True,
+        finished_at=timezone.now(),
     )
     history = kernel_verdict_history(kernel_id=new.kernel_id)
     assert [(h.stack.split(" / ")[0], h.speedup, h.is_current, h.re_evaluation) for h in history] == [

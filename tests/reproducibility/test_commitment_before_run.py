@@ -13,6 +13,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from evaluator.harness import seeds
+from evaluator.harness.record import Record
 from evaluator.models import Evaluation, SeedCommitment
 from evaluator.services.evaluations import evaluation_claim, evaluation_finish
 from evaluator.tasks.evaluation import evaluate_kernel
@@ -84,7 +85,7 @@ def test_a_record_that_commits_to_other_seeds_is_refused(demo_problems, sent, up
     forged = record(speedup=9.0)
     forged["environment"]["seeds_digest"] = seeds.digest(chosen)
     forged[seeds.RECORD_KEY] = chosen
-    assert evaluation_finish(evaluation=evaluation, record=forged) is True  # handled: refused
+    assert evaluation_finish(evaluation=evaluation, record=Record.from_dict(forged)) is True  # handled: refused
     evaluation.refresh_from_db()
     assert evaluation.status == Evaluation.Status.FAILED and evaluation.result is None and evaluation.correct is None
     assert "refused" in evaluation.error and item["seeds_digest"] in evaluation.error
@@ -99,11 +100,13 @@ def test_a_correct_record_without_a_digest_is_refused_a_failing_one_is_kept(demo
     bare = record()
     bare["environment"].pop("seeds_digest", None)
     running = evaluation_claim(evaluation_id=first["evaluation"], worker="w")
-    assert running is not None and evaluation_finish(evaluation=running, record=bare)
+    assert running is not None and evaluation_finish(evaluation=running, record=Record.from_dict(bare))
     assert Evaluation.objects.get(pk=first["evaluation"]).status == Evaluation.Status.FAILED
     running = evaluation_claim(evaluation_id=second["evaluation"], worker="w")
     assert running is not None
-    assert evaluation_finish(evaluation=running, record=record(status="timeout", correct=False, speedup=None))
+    assert evaluation_finish(
+        evaluation=running, record=Record.from_dict(record(status="timeout", correct=False, speedup=None))
+    )
     assert Evaluation.objects.get(pk=second["evaluation"]).result_status == "timeout"
 
 
@@ -134,7 +137,7 @@ def test_an_older_row_without_a_published_digest_still_finishes_and_says_so(demo
     result = record()
     result["environment"]["seeds_digest"] = seeds.digest(master)
     result[seeds.RECORD_KEY] = master
-    assert evaluation_finish(evaluation=evaluation, record=result)
+    assert evaluation_finish(evaluation=evaluation, record=Record.from_dict(result))
     row = SeedCommitment.objects.get(evaluation=evaluation)
     assert row.published_at is None and row.digest == seeds.digest(master)
     assert client.get(f"/api/evaluations/{evaluation.pk}/").json()["seeds"]["fixed_before_run"] is False

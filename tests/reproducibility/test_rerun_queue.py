@@ -16,7 +16,14 @@ from evaluator.services.queues import evaluation_queue, queues_for
 from evaluator.services.reruns import champions_rerun, rerun_should_wait
 from evaluator.tasks.evaluation import evaluate_kernel
 from leaderboard.selectors.ranking import leaderboard_cache_clear
-from tests.factories import EvaluationFactory, KernelFactory, LLMFactory, ProblemFactory, SubmissionFactory
+from tests.factories import (
+    EvaluationFactory,
+    KernelFactory,
+    LLMFactory,
+    ProblemFactory,
+    SubmissionFactory,
+    record_only_columns,
+)
 from tests.pipeline.helpers import record
 
 pytestmark = pytest.mark.django_db
@@ -76,7 +83,12 @@ def test_a_champion_waiting_for_its_rerun_stays_on_the_board(rerun_waiting, clie
     done = Record(status="ok", correct=True, standard_correct=True, speedup=2.5).to_dict()
     done["environment"].update(NEW)
     Evaluation.objects.filter(pk=rerun.pk).update(
-        status=Evaluation.Status.DONE, result=done, correct=True, speedup=2.5, finished_at=timezone.now()
+        status=Evaluation.Status.DONE,
+        result=done,
+        **record_only_columns(done),
+        correct=True,
+        speedup=2.5,
+        finished_at=timezone.now(),
     )
     assert list(ranked_evaluations(hardware="h200").filter(kernel_id=champion.kernel_id)) == [rerun]
 

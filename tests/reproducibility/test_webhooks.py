@@ -92,7 +92,7 @@ def test_a_finished_submission_calls_the_signed_webhook(
     assert hook.secret.startswith("whsec_")
     # The task runs in this process, as a worker would run it after commit.
     monkeypatch.setattr(deliver_webhook, "apply_async", lambda args, kwargs: deliver_webhook.apply(args, kwargs))
-    record = Record(status="ok", correct=True, standard_correct=True, speedup=1.8).to_dict()
+    record = Record(status="ok", correct=True, standard_correct=True, speedup=1.8)
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         assert evaluation_finish(evaluation=evaluation, record=record)
     assert callbacks and len(server.calls) == 1

@@ -109,9 +109,9 @@ def figures(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def shown_of_record(record: dict[str, Any]) -> dict[str, Any]:
-    """What the board, the API and the dataset must show for `record` (evaluator/records.py projects a record onto
-    the site's columns the same way): a verdict is correct only with status ok; a number that is not finite (or
-    not positive, for ratios) shows as null."""
+    """What the board, the API and the dataset must show for `record` (evaluator/record_projection.py projects a
+    record onto the site's columns the same way): a verdict is correct only with status ok; a number that is not
+    finite (or not positive, for ratios) shows as null."""
     ok = record.get("status") == "ok"
     low, high = (record.get("speedup_ci") or [None, None])[:2]
     out: dict[str, Any] = {

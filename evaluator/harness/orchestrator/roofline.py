@@ -88,6 +88,7 @@ def speed_of_light(
         "precision": precision,
         "device": None,
         "limit": None,
+        **{key: counts.get(key) for key in ("input_bytes", "output_bytes", "param_bytes", "dtype")},
     }
     peaks = peaks_for(device_name)
     if peaks is None:
@@ -105,9 +106,3 @@ def speed_of_light(
     if kernel_ms is not None and kernel_ms > 0 and bound > 0:
         out["fraction"] = bound / kernel_ms
     return out
-
-
-def faster_than_light(sol: dict[str, Any] | None) -> bool:
-    """The kernel was measured faster than the bound: a timing or correctness hole (or an algebraic shortcut)."""
-    fraction = (sol or {}).get("fraction")
-    return isinstance(fraction, int | float) and fraction > 1.0

@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from evaluator.harness.record import Record
-from evaluator.records import evaluation_columns
+from evaluator.record_projection import evaluation_columns
 from leaderboard.selectors.ranking_cache import leaderboard_cache_clear
 from leaderboard.services.problems import problems_import_path
 
@@ -118,7 +118,7 @@ class Command(BaseCommand):
         evaluations = {}
         for ev in by_model[Evaluation]:
             old = ev.pk
-            # the columns a record decides come from the record, as the service would store them (records.py)
+            # the columns a record decides come from the record, as the service would store them (record_projection.py)
             columns = evaluation_columns(Record.from_stored(ev.result)) if ev.result is not None else {}
             evaluations[old] = _insert(ev, kernel_id=kernels[ev.kernel_id], **columns).pk
         for d in by_model[DistributionResult]:

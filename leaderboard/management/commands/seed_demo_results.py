@@ -23,7 +23,7 @@ from django.utils import timezone
 from catalogue.models import LLM, Kernel, Problem, Submission
 from evaluator.harness.record import Check, CompileSide, Distribution, Environment, Memory, Record, Timing, TimingSide
 from evaluator.models import AuditFlag, Baseline, DistributionResult, Evaluation
-from evaluator.records import distribution_rows, evaluation_columns
+from evaluator.record_projection import distribution_rows, evaluation_columns
 from leaderboard.management.commands._synthetic_kernels import HACKS, KERNEL_TEMPLATE, synthetic_flags
 from leaderboard.selectors.ranking import leaderboard_cache_clear
 from leaderboard.services.problems import problems_import_path
@@ -240,7 +240,8 @@ class Command(BaseCommand):
             for k, record in zip(kernels, records, strict=True)
         ]
         Evaluation.objects.bulk_create(evaluations, batch_size=1000)
-        # The projection of a harness record (evaluator/records.py): a compile error's record lists D1..D4 untried.
+        # The projection of a harness record (evaluator/record_projection.py): a compile error's record lists D1..D4
+        # untried.
         distributions = [
             DistributionResult(evaluation=e, **d)
             for e, record in zip(evaluations, records, strict=True)
