@@ -111,7 +111,7 @@ def test_a_worker_killed_mid_evaluation_is_detected_by_heartbeat_and_its_harness
     (evaluation,) = stack.db_facts([sub_id])["evaluations"]
     assert (evaluation["status"], evaluation["attempts"]) == ("running", 1)
     # The harness dies with its caller (PR_SET_PDEATHSIG), its workers with it.
-    wait_for("the orphaned harness to die", lambda: not any(os.path.exists(f"/proc/{p}") for p in harness), 30)
+    wait_for("the orphaned harness to die", lambda: not any(os.path.exists(f"/proc/{p}") for p in harness), 60)
 
     time.sleep(6)  # EVALUATOR_HEARTBEAT_STALE=5 in this stack
     out = stack.manage("reap_evaluations")  # no --stale-after: the missed heartbeat alone gives it away
