@@ -201,3 +201,33 @@ def test_running_out_of_memory_beside_others_is_not_the_kernels_verdict(tmp_path
             assert "1 other evaluations held 0.0 GiB" in reason and "evaluated again" in reason
             assert holds.crowded_out("run failed: RuntimeError: shape mismatch") == ""
     assert holds.crowded_out(oom) == ""  # no memory held: nothing shared
+
+
+OOM_KERNEL = """
+import torch
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = torch.nn.Linear(in_features, out_features)
+        self.bn = torch.nn.BatchNorm1d(out_features)
+
+    def forward(self, x):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB")
+"""
+
+
+@pytest.mark.slow
+def test_an_evaluation_that_runs_out_of_memory_beside_others_is_evaluated_again(evaluate, tmp_path):
+    """Through the real harness on CPU: the same out-of-memory failure is the kernel's verdict when it is alone on
+    the device, and an infrastructure error (the site evaluates it again) while another evaluation holds memory."""
+    from evaluator.runner import InfraError
+
+    locks = tmp_path / "locks"
+    budget = {"gpu_lock_dir": str(locks), "gpu_memory_budget_mb": 100, "gpu_memory_reserve_mb": 20}
+    alone = evaluate("linear_bn", kernel_source=OOM_KERNEL, **budget)
+    assert alone["status"] == "runtime_error" and "OutOfMemoryError" in alone["error"]
+    with MemoryLedger(locks, "cpu").reserve(40 * MB, 100 * MB, time.monotonic() + 5):
+        with pytest.raises(InfraError, match="ran out of device memory while 1 other evaluations held"):
+            evaluate("linear_bn", kernel_source=OOM_KERNEL, **budget)

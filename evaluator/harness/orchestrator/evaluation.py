@@ -92,18 +92,21 @@ class EvaluationRun:
             with contextlib.ExitStack() as memory:
                 memory.enter_context(self.gpu.memory())
                 memory.callback(self._shutdown)
-                with self.gpu.hold("shared"):
-                    check_correctness(ctx)
-                if should_time(ctx):
-                    run_timing(ctx, self.gpu)
-                    with self.gpu.hold("shared"):  # one profiled call per side: the GPU, but not alone
-                        self._launched_kernels()
-                integrity(ctx, "at the end")
+                try:
+                    with self.gpu.hold("shared"):
+                        check_correctness(ctx)
+                    if should_time(ctx):
+                        run_timing(ctx, self.gpu)
+                        with self.gpu.hold("shared"):  # one profiled call per side: the GPU, but not alone
+                            self._launched_kernels()
+                    integrity(ctx, "at the end")
+                except CandidateFailed as failure:  # judged while the memory is still held beside the others'
+                    crowded = self.gpu.crowded_out(str(failure))
+                    if crowded:  # not the kernel's doing: evaluated again (runner.InfraError), not judged
+                        raise HarnessInfraError(crowded) from failure
+                    raise
             verdict(ctx)
         except CandidateFailed as failure:
-            crowded = self.gpu.crowded_out(str(failure))
-            if crowded:  # not the kernel's doing: the evaluation is retried (runner.InfraError), not judged
-                raise HarnessInfraError(crowded) from failure
             record_failure(ctx.record, failure, device=ctx.device)
         finally:
             self._shutdown()

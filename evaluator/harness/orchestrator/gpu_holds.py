@@ -58,8 +58,8 @@ def reservation_bytes(
 
 
 class GpuHolds:
-    """The evaluation's holds on its device. `lock_dir` empty: no other evaluation shares the device, and the modes
-    are still tracked (and accounted in the record) as if they were taken."""
+    """The evaluation's holds on its device. With the gpu_lock_dir option empty no other evaluation shares the
+    device, and the modes are still tracked (and accounted in the record) as if they were taken."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -204,13 +204,17 @@ class GpuHolds:
         if not capacity or not ctx.opts.gpu_lock_dir:
             yield
             return
-        ledger = self._ledger = MemoryLedger(ctx.opts.gpu_lock_dir, self._key())
+        ledger = MemoryLedger(ctx.opts.gpu_lock_dir, self._key())
         try:
             with ledger.reserve(reserved, capacity, ctx.deadline.at + 3600) as admission:
                 hold["waited_s"] = admission.waited_s
                 hold["waited_for"] = admission.describe()
                 self._waited("gpu_memory_wait", admission.waited_s)
-                yield
+                self._ledger = ledger
+                try:
+                    yield
+                finally:
+                    self._ledger = None
         except MemoryTimeout as exc:
             raise HarnessInfraError(str(exc)) from exc
 
