@@ -13,11 +13,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 from pathlib import Path
 from typing import Any
+
+from evaluator.harness.sandbox.beneath import open_trusted_dir, remove_tree
 
 PR_SET_PDEATHSIG = 1
 OWNER_FILE = "owner.json"
@@ -89,10 +90,17 @@ def orphans_remove(work_root: Path) -> list[str]:
         for pid in _processes_under(folder):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_work(folder)
         if not folder.exists():
             removed.append(folder.name)
     return removed
+
+
+def remove_work(work: Path) -> None:
+    """Remove an evaluation's folder without recursion and without following a link (beneath.remove_tree): a
+    kernel's tree may be in it."""
+    with contextlib.suppress(OSError), open_trusted_dir(work.parent) as parent:
+        remove_tree(parent, work.name)
 
 
 def kill_group(pid: int) -> None:

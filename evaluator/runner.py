@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import select
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,12 +25,14 @@ from typing import Any
 from evaluator.harness.protocol import ENV_PASSTHROUGH, Options, Record, Spec, shorten, validate_result
 from evaluator.harness.sandbox.confine import confine
 from evaluator.harness.sandbox.confine import wanted as confine_wanted
+from evaluator.harness.sandbox.disk import TMP_DISK, WORK_DISK, DiskCaps, mount_disks, private_mounts
 from evaluator.harness.sandbox.namespaces import BWRAP_VAR, MODE_VAR, REQUIRE_VAR
 from evaluator.harness.sandbox.privileges import ENV_VAR as SANDBOX_USER_VAR
 from evaluator.orphans import (  # noqa: F401  (orphans_remove: also runner.orphans_remove for the worker at start)
     die_with_parent,
     kill_group,
     orphans_remove,
+    remove_work,
     start_time,
     write_owner,
 )
@@ -44,10 +45,18 @@ class InfraError(Exception):
     """The evaluation could not run for reasons that are not the kernel's fault (retry it)."""
 
 
-def _confined_harness() -> None:
-    """preexec_fn of the harness as root: die with the caller, then its own network and few capabilities."""
-    die_with_parent()
-    confine()
+def _preexec(work: str | None, caps: DiskCaps | None, confined: bool) -> Any:
+    """preexec_fn of the harness: die with the caller; as root, its disks (disk.py) and confinement (confine.py)."""
+
+    def child() -> None:
+        die_with_parent()
+        if work is not None and caps is not None:
+            private_mounts()
+            mount_disks(work, caps)
+        if confined:
+            confine()
+
+    return child
 
 
 SANDBOX_VARS = (MODE_VAR, REQUIRE_VAR, BWRAP_VAR)  # namespaces.py: which sandbox, whether it is required, bwrap
@@ -165,7 +174,7 @@ class _Harness:
         try:
             self._create(config)
         except OSError:
-            shutil.rmtree(self.work, ignore_errors=True)
+            remove_work(self.work)
             raise
         self.proc: subprocess.Popen | None = None
         self.read_fd = -1
@@ -174,6 +183,8 @@ class _Harness:
     def _create(self, config: _Config) -> None:
         (self.work / "harness").mkdir(parents=True)
         os.chmod(self.work / "harness", 0o700)  # spec and log: not for the kernel (it may be another user)
+        for disk in (WORK_DISK, TMP_DISK):  # the kernel's disks' mount points
+            (self.work / disk).mkdir()
         self.problem = self.work / "harness" / "problem.py"
         self.kernel = self.work / "harness" / "kernel.py"
         self.log_path = self.work / "harness" / "harness.log"
@@ -204,7 +215,8 @@ class _Harness:
             go_r, self.go_fd = os.pipe()
             fds.append(go_r)
             command += ["--go-fd", str(go_r)]
-        confined = confine_wanted()
+        confined, opts = confine_wanted(), Options.build(self.config.options)
+        caps = DiskCaps(opts.work_dir_mb << 20, opts.work_dir_files, opts.tmp_mb << 20, opts.tmp_files)
         try:
             with open(self.log_path, "wb") as log:
                 self.proc = subprocess.Popen(  # our own harness module
@@ -216,8 +228,8 @@ class _Harness:
                     stderr=log,
                     pass_fds=tuple(fds),
                     start_new_session=True,
-                    # system calls only: safe after fork (harness/confine.py)
-                    preexec_fn=_confined_harness if confined else die_with_parent,
+                    # system calls only: safe after fork (sandbox/confine.py, sandbox/disk.py)
+                    preexec_fn=_preexec(str(self.work) if os.geteuid() == 0 else None, caps, confined),
                 )
         except subprocess.SubprocessError as exc:  # the confinement failed in the child: never run unconfined
             raise OSError(f"cannot start the harness confined ({exc}); KBV_CONFINE=off runs it unconfined") from exc
@@ -307,14 +319,13 @@ class _Harness:
 
     def cleanup(self, *, keep: bool) -> None:
         if not keep:
-            shutil.rmtree(self.work, ignore_errors=True)
+            remove_work(self.work)
 
 
 def _worker_pid(event: Any) -> int | None:
     """The pid a harness "worker" event announces (workers lead their own sessions: their groups are killed too)."""
-    if isinstance(event, dict) and event.get("event") == "worker" and isinstance(event.get("pid"), int):
-        return event["pid"]
-    return None
+    ok = isinstance(event, dict) and event.get("event") == "worker" and isinstance(event.get("pid"), int)
+    return event["pid"] if ok else None
 
 
 def _record_from(events: list[dict[str, Any]], code: int | None, log_path: Path) -> dict:

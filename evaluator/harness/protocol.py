@@ -117,12 +117,19 @@ class Options:
     gpu_lock_dir: str = ""  # set: evaluations sharing a GPU take turns for timing (gpu_lock.py)
     gpu_share_max_mb: int = 1024  # larger input sets (or unknown sizes) take the GPU alone for correctness too
     paper_loop: bool = False  # also time KernelBench's fixed no-flush loop on both sides, for comparison only
-    tmp_mb: int = 1024  # size of each of the sandbox's private tmpfs: /tmp, /var/tmp, /dev/shm
-    work_dir_mb: int = 8192  # bytes the kernel may keep in its work folder (outputs, its extension builds)
-    # The compile cache keeps at most this much of one kernel's build products, and at most compile_cache_max_mb in
-    # all (least recently used entries go first: compile_cache.evict).
+    # The kernel's disks (sandbox/disk.py), each a filesystem with a hard cap on bytes and on files and folders:
+    # its work folder (outputs in io/, its extension builds) and its /tmp, /var/tmp and /dev/shm together.
+    work_dir_mb: int = 8192
+    work_dir_files: int = 50_000
+    tmp_mb: int = 1024
+    tmp_files: int = 50_000
+    # The compile cache keeps at most this much of one kernel's build products (bytes, and files and folders), and
+    # at most compile_cache_max_mb and compile_cache_max_files in all (least recently used entries go first:
+    # compile_cache.evict).
     compile_cache_entry_mb: int = 512
+    compile_cache_entry_files: int = 4096
     compile_cache_max_mb: int = 16384
+    compile_cache_max_files: int = 200_000
     # A candidate call that runs past hang_factor x the reference's slowest step + hang_grace_s is a hang: the
     # evaluation ends as a timeout then (and frees the GPU), not after the whole harness timeout.
     hang_factor: float = 20.0

@@ -9,7 +9,6 @@ stdlib only, like the orchestrator.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import sys
 from collections.abc import Callable
@@ -19,42 +18,46 @@ from typing import Any
 
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.protocol import Options, Spec
+from evaluator.harness.sandbox.beneath import DIR_FLAGS, empty_dir, open_trusted_dir, remove_tree
 from evaluator.harness.sandbox.candidate_cpu import descendants
+from evaluator.harness.sandbox.disk import TMP_DISK, TMP_FOLDERS, WORK_DISK, DiskCaps, DiskWatch
 from evaluator.harness.sandbox.hardening import become_subreaper, kill_adopted_children, process_name, process_uid
 from evaluator.harness.sandbox.namespaces import Plan, SandboxUnavailable, bwrap_path, choose_mode
-from evaluator.harness.sandbox.privileges import (
-    Identity,
-    UidLease,
-    candidate_identity,
-    check_runtime,
-    give_to,
-    open_path,
-)
+from evaluator.harness.sandbox.privileges import Identity, UidLease, candidate_identity, check_runtime, open_path
 from evaluator.harness.sandbox.spawn import Worker, build_env
 
 
 @dataclass(frozen=True)
 class Folders:
-    """An evaluation's work folder and the private folders inside it."""
+    """An evaluation's work folder and the private folders inside it. Everything the kernel can write is on its
+    disks (disk.py): `disk` (its folder, io/ and build/) and `tmp` (its /tmp, /var/tmp and /dev/shm)."""
 
     work: Path
     ref: Path  # the reference worker's; the kernel may not enter it
+    disk: Path  # the kernel's work disk (a sized filesystem where we are root); its root is ours
     cand: Path  # the kernel's own
     io: Path  # outputs on their way to the reference (file hand-over)
     handoff: Path  # files written by the clean side for the kernel to read (kernel, init, params), never to write
     build: Path  # the kernel's extension builds: its to fill, but in our folder, so it cannot be swapped for a link
+    tmp: Path  # the kernel's tmp disk
 
     @classmethod
     def under(cls, work: Path) -> Folders:
-        cand = work / "candidate"
+        disk = work / WORK_DISK
         return cls(
             work=work,
             ref=work / "reference",
-            cand=cand,
-            io=cand / "io",
+            disk=disk,
+            cand=disk / "candidate",
+            io=disk / "io",
             handoff=work / "handoff",
-            build=work / "build",
+            build=disk / "build",
+            tmp=work / TMP_DISK,
         )
+
+    def kernel_folders(self) -> list[Path]:
+        """The folders the kernel owns, made fresh on its disks (its build folder is ours, shared by group)."""
+        return [self.cand, self.cand / "tmp", self.io, *(self.tmp / name for name in TMP_FOLDERS)]
 
     @property
     def kernel_file(self) -> Path:
@@ -63,6 +66,10 @@ class Folders:
     @property
     def init_file(self) -> Path:  # the reference's initial state, written by the reference worker
         return self.handoff / "init.pt"
+
+
+def disk_caps(opts: Options) -> DiskCaps:
+    return DiskCaps(opts.work_dir_mb << 20, opts.work_dir_files, opts.tmp_mb << 20, opts.tmp_files)
 
 
 def memory_limit(opts: Options) -> int:
@@ -105,6 +112,8 @@ class Workers:
         self.fd_socks: tuple[socket.socket, socket.socket] | None = None  # cuda_fd hand-over: (candidate, ref)
         self.memory = 0
         self.limits: dict[str, Any] = {}
+        self.disk: DiskWatch | None = None
+        self._cache_fd: int | None = None
         self._launch: tuple[str, Plan | None, dict[str, str]] = ("", None, {})  # python, sandbox plan, candidate env
 
     def start(self, emit: Callable[[dict[str, Any]], None]) -> None:
@@ -112,7 +121,7 @@ class Workers:
         side). A failure part-way leaves what was made for stop() to undo."""
         become_subreaper()  # before any worker exists: processes a kernel leaves behind come back to us
         f = self.folders
-        for d in (f.ref, f.cand, f.io):
+        for d in (f.ref, f.ref / "tmp", f.disk, f.tmp):  # the disks: mount points (root) or plain folders
             d.mkdir(parents=True, exist_ok=True)
         self.memory = memory_limit(self.opts)
         self.limits = {
@@ -138,12 +147,17 @@ class Workers:
             os.chmod(f.work, 0o711)
             os.chmod(f.ref, 0o700)
         f.handoff.mkdir(mode=0o755, exist_ok=True)  # the orchestrator's: the kernel may read here, never write
-        f.build.mkdir(mode=0o700, exist_ok=True)  # the kernel's to fill; in our folder, so never a planted link
+        for folder in f.kernel_folders():  # fresh and empty: nothing to walk, nothing planted
+            folder.mkdir(mode=0o700)
+            if ident is not None:
+                os.chown(folder, *ident)
+        f.build.mkdir(mode=0o700)  # ours, the kernel's through its group (set-group-ID): a cached build copied in
+        if ident is not None:  # stays its to rebuild
+            os.chmod(f.build, 0o2770)  # first, while its group is ours (else the set-group-ID bit would be dropped)
+            os.chown(f.build, os.geteuid(), ident[1])
+        self.disk = DiskWatch(f.disk, f.tmp, disk_caps(self.opts))
+        self.limits["disk"] = self.disk.report()  # for the record: the caps and what holds them
         plan = self._plan(python, uid, gid) if self.sandbox == "namespaces" else None
-        if ident is not None:
-            give_to(f.cand, ident)
-            give_to(f.build, ident)
-            os.chmod(f.io, 0o700)
         cand_env = build_env(private_dir=f.cand)
         if plan is not None:
             cand_env["USER"] = cand_env["LOGNAME"] = "kernel"
@@ -180,8 +194,7 @@ class Workers:
             run_as=ident,
             wrap=plan.wrap if plan else None,
             extra_fds=(self.fd_socks[0].fileno(),) if self.fd_socks else (),
-            disk_limit_bytes=self.opts.work_dir_mb << 20,
-            disk_dirs=(f.build,),
+            disk=self.disk,
         )
         self.ref.start()
         emit({"event": "worker", "role": "reference", "pid": self.ref.pid})
@@ -198,16 +211,34 @@ class Workers:
             bwrap=bwrap,
             python=python,
             private_dir=f.cand,
+            io_dir=f.io,
             build_dir=f.build,
             etc_dir=f.work / "sandbox-etc",
             handoff_dir=f.handoff,
             cuda=self.cuda,
+            tmp_dir=f.tmp if self.disk is not None and self.disk.mounted else None,
             tmp_bytes=self.opts.tmp_mb << 20,
             uid=uid,
             gid=gid,
         )
         plan.write_etc()
         return plan
+
+    def cache_fd(self) -> int:
+        """A descriptor of the compile cache's folder (the spec's), opened once."""
+        if self._cache_fd is None:
+            os.makedirs(self.spec.compile_cache_dir, exist_ok=True)
+            self._cache_fd = os.open(self.spec.compile_cache_dir, DIR_FLAGS)
+        return self._cache_fd
+
+    def build_dir(self, *, fresh: bool = False) -> int:
+        """A descriptor of the kernel's build folder (the caller closes it), opened beneath the kernel's disk (ours),
+        never through a link; emptied first when `fresh` (without recursion: beneath.empty_dir)."""
+        with open_trusted_dir(self.folders.disk) as disk:
+            fd = os.open(self.folders.build.name, DIR_FLAGS, dir_fd=disk)
+        if fresh:
+            empty_dir(fd)
+        return fd
 
     def respawn(self, emit: Callable[[dict[str, Any]], None]) -> int:
         """A fresh pair of worker processes in place of the running one (the timing phase's next process pair):
@@ -251,9 +282,15 @@ class Workers:
         """End both workers and whatever the kernel left running, then free the uid; returns how many stray
         processes had to be killed. Also undoes a start that failed part-way."""
         stray = self._end_processes()
-        if not self.opts.keep_workdir:
-            shutil.rmtree(self.folders.io, ignore_errors=True)
-            shutil.rmtree(self.folders.build, ignore_errors=True)
+        if self.disk is not None:
+            if not self.disk.mounted and not self.opts.keep_workdir:  # plain folders (no root): removed, no recursion
+                with open_trusted_dir(self.folders.work) as work:
+                    remove_tree(work, WORK_DISK)
+            self.disk.close()
+            self.disk = None
+        if self._cache_fd is not None:
+            os.close(self._cache_fd)
+            self._cache_fd = None
         if self.lease is not None:
             self.lease.release()  # after the kernel's processes are gone: the next evaluation may take this uid
         return stray

@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evaluator.harness.sandbox.disk import TMP_FOLDERS
+
 MODE_VAR = "KBV_SANDBOX"
 REQUIRE_VAR = "KBV_REQUIRE_SANDBOX"
 BWRAP_VAR = "KBV_BWRAP"
@@ -115,7 +117,9 @@ class Plan:
     etc_dir: Path  # host folder with this sandbox's passwd and group files (read-only inside)
     cuda: bool
     handoff_dir: Path | None = None  # the orchestrator's folder for files the kernel reads, never writes
-    tmp_bytes: int = 1 << 30
+    io_dir: Path | None = None  # outputs on their way to the reference: read-write, at the same path inside
+    tmp_dir: Path | None = None  # the kernel's tmp disk (disk.py): its tmp/, var-tmp/, shm/ bound at /tmp, ...
+    tmp_bytes: int = 1 << 30  # without a tmp disk: the size of each of bwrap's own tmpfs there
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)
     unprivileged: bool = True  # add --unshare-user (bwrap is run as a non-root user)
@@ -137,9 +141,11 @@ class Plan:
         under /tmp, /var/tmp or /dev/shm stays visible instead of being hidden by the tmpfs."""
         args = _namespaces_and_system(self.bwrap, self.unprivileged, self.uid, self.gid)
         args += ["--dev", "/dev", "--proc", "/proc"]
-        size = str(self.tmp_bytes)
-        for path in ("/tmp", "/var/tmp", "/dev/shm"):
-            args += ["--size", size, "--perms", "1777", "--tmpfs", path]
+        for name, path in zip(TMP_FOLDERS, ("/tmp", "/var/tmp", "/dev/shm"), strict=True):
+            if self.tmp_dir is not None:  # on the kernel's tmp disk: capped in bytes and inodes
+                args += ["--bind", str(self.tmp_dir / name), path]
+            else:
+                args += ["--size", str(self.tmp_bytes), "--perms", "1777", "--tmpfs", path]
         for name in ETC_FILES:
             args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         args += ["--ro-bind", str(self.etc_dir / "passwd"), "/etc/passwd"]
@@ -157,6 +163,8 @@ class Plan:
             for path in ("/sys/devices", "/sys/bus", "/sys/module", "/proc/driver/nvidia"):
                 args += ["--ro-bind-try", path, path]
         args += ["--bind", str(self.private_dir), str(self.private_dir)]
+        if self.io_dir is not None:
+            args += ["--bind", str(self.io_dir), str(self.io_dir)]
         if self.handoff_dir is not None:
             args += ["--ro-bind", str(self.handoff_dir), str(self.handoff_dir)]
         args += ["--bind", str(self.build_dir), BUILD_DIR]
@@ -224,7 +232,7 @@ def probe_worker(python: str, work_root: Path) -> str | None:
     layout the sandbox cannot serve fails there, not on the first upload."""
     import tempfile
 
-    from evaluator.harness.sandbox.privileges import UID_BASE, check_runtime, give_to, open_path
+    from evaluator.harness.sandbox.privileges import UID_BASE, check_runtime, open_path
     from evaluator.harness.sandbox.spawn import build_env
 
     root = os.geteuid() == 0
@@ -233,14 +241,14 @@ def probe_worker(python: str, work_root: Path) -> str | None:
     work = Path(tempfile.mkdtemp(prefix="sandbox-probe-", dir=work_root))
     try:
         private, build = work / "candidate", work / "build"
-        for folder in (private / "tmp", build):
-            folder.mkdir(parents=True)
         ident = (uid, gid) if root else None
+        for folder in (private, private / "tmp", build):
+            folder.mkdir()
+            if ident is not None:
+                os.chown(folder, *ident)
         if ident is not None:
             open_path(work, ident)
             os.chmod(work, 0o711)
-            give_to(private, ident)
-            give_to(build, ident)
         plan = Plan(
             bwrap=bwrap_path() or "bwrap",
             python=python,

@@ -213,53 +213,6 @@ def open_path(path: Path | str, ident: Identity | None, *, itself: bool = False)
     return changed
 
 
-# --- ownership ------------------------------------------------------------------------------------------------------
-
-
-def _walk_chown(path: Path, uid: int, gid: int, strip_write: bool) -> None:
-    """chown a tree without ever following a symbolic link (the tree may hold links a kernel planted): os.fwalk keeps
-    directory fds, and each entry is changed through an O_NOFOLLOW fd or, for links and sockets, lchown."""
-
-    def fix(name: str, dir_fd: int | None) -> None:
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=dir_fd)
-        except OSError:  # a symbolic link (ELOOP), a socket (ENXIO): its own owner only, never its target's
-            os.chown(name, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
-            return
-        try:
-            info = os.fstat(fd)
-            if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-                return  # a hard link may be another user's file (a kernel's link to /etc/shadow): never chowned
-            os.fchown(fd, uid, gid)
-            mode = stat.S_IMODE(info.st_mode)
-            if strip_write and mode & 0o022:
-                os.fchmod(fd, mode & ~0o022)
-        finally:
-            os.close(fd)
-
-    fix(str(path), None)
-    if not path.is_dir() or path.is_symlink():
-        return
-    for _, dirs, files, dir_fd in os.fwalk(path, follow_symlinks=False):
-        for name in dirs + files:
-            fix(name, dir_fd)
-
-
-def give_to(path: Path | str, ident: Identity | None) -> None:
-    """Make `path` and everything under it belong to `ident` (no-op when None or when `path` does not exist)."""
-    path = Path(path)
-    if ident is not None and (path.exists() or path.is_symlink()):
-        _walk_chown(path, ident[0], ident[1], strip_write=False)
-
-
-def take_back(path: Path | str, ident: Identity | None) -> None:
-    """Give a tree that `ident` owned back to this process's user, without group/other write permission, so that the
-    former owner can no longer change it (no-op when `ident` is None or when `path` does not exist)."""
-    path = Path(path)
-    if ident is not None and (path.exists() or path.is_symlink()):
-        _walk_chown(path, os.geteuid(), os.getegid(), strip_write=True)
-
-
 # --- can the sandbox user run the worker at all? --------------------------------------------------------------------
 
 _PROBE = (  # argv[1]: the worker's own dir, by the absolute path the orchestrator will send it paths under

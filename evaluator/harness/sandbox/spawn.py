@@ -26,8 +26,9 @@ from typing import Any
 from evaluator.harness.commands import Command
 from evaluator.harness.protocol import ENV_PASSTHROUGH
 from evaluator.harness.sandbox.cgroup import Cgroup
-from evaluator.harness.sandbox.privileges import UID_BASE, UID_SLOTS, Identity, give_to
-from evaluator.harness.sandbox.usage import folder_bytes, pids_rss, tree_pids
+from evaluator.harness.sandbox.disk import DiskWatch
+from evaluator.harness.sandbox.privileges import UID_BASE, UID_SLOTS, Identity
+from evaluator.harness.sandbox.usage import pids_rss, tree_pids
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
@@ -94,8 +95,7 @@ class Worker:
         run_as: Identity | None = None,
         wrap: Callable[[list[str]], list[str]] | None = None,
         extra_fds: tuple[int, ...] = (),
-        disk_limit_bytes: int = 0,
-        disk_dirs: tuple[Path, ...] = (),
+        disk: DiskWatch | None = None,
     ) -> None:
         self.role = role
         self.private_dir = private_dir
@@ -106,8 +106,7 @@ class Worker:
         self.run_as = run_as
         self.wrap = wrap  # e.g. namespaces.Plan.wrap: the command line that runs the worker in its sandbox
         self.extra_fds = extra_fds  # inherited at the same numbers (the output hand-over socket)
-        self.disk_limit_bytes = disk_limit_bytes  # bytes the worker may keep in its private dir (and disk_dirs)
-        self.disk_dirs = disk_dirs
+        self.disk = disk  # the kernel's disks (disk.py): a cap reached stops the worker with the cap named
         self.proc: subprocess.Popen[bytes] | None = None
         self.cgroup: Cgroup | None = None
         self.cgroup_reason = "no memory limit"
@@ -133,12 +132,6 @@ class Worker:
     def start(self) -> None:
         """Spawn the worker in a new session (its pgid is its pid) with only its own two pipe ends, in a cgroup of its
         own when one can be made, as `run_as` when given."""
-        self.private_dir.mkdir(parents=True, exist_ok=True)
-        if not os.path.lexists(self.private_dir / "tmp"):  # a later pair: whatever the kernel left there is its own
-            (self.private_dir / "tmp").mkdir()
-        if self.run_as is not None:
-            give_to(self.private_dir, self.run_as)
-            os.chmod(self.private_dir, 0o700)
         if self.memory_limit_bytes:
             name = f"{os.getpid()}-{self.role}-{time.monotonic_ns()}"
             self.cgroup, self.cgroup_reason = Cgroup.make(name, memory_bytes=self.memory_limit_bytes, pids=CGROUP_PIDS)
@@ -186,7 +179,7 @@ class Worker:
             os.close(rep_w)
             os.close(log_w)
         threading.Thread(target=self._drain_log, args=(log_r,), name=f"log-{self.role}", daemon=True).start()
-        if self.memory_limit_bytes or self.disk_limit_bytes:
+        if self.memory_limit_bytes or self.disk is not None:
             threading.Thread(target=self._watch_memory, name=f"rss-{self.role}", daemon=True).start()
 
     def _drain_log(self, fd: int) -> None:
@@ -236,10 +229,8 @@ class Worker:
             self.peak_rss = max(self.peak_rss, rss)
             if rss > self.memory_limit_bytes:
                 return f"host memory limit exceeded ({rss >> 20} MiB > {self.memory_limit_bytes >> 20} MiB)"
-        if self.disk_limit_bytes and ticks % 20 == 0:  # once a second: walking a build tree costs more
-            used = sum(folder_bytes(d) for d in (self.private_dir, *self.disk_dirs))
-            if used > self.disk_limit_bytes:
-                return f"work folder limit exceeded ({used >> 20} MiB > {self.disk_limit_bytes >> 20} MiB)"
+        if self.disk is not None and ticks % (4 if self.disk.mounted else 20) == 0:  # a walk (no root) costs more
+            return self.disk.reached()
         return None
 
     def _cgroup_oom(self) -> str:
@@ -292,6 +283,10 @@ class Worker:
         if not isinstance(reply, dict):
             self.kill()
             raise WorkerError("protocol", f"{self.role} worker sent a non-object message")
+        if self.disk is not None and (why := self.disk.reached()) is not None:  # full when its step ended
+            self._killed_for = why
+            self.kill()
+            raise WorkerError("disk", why)
         return reply
 
     def _raise_dead(self) -> None:
@@ -304,7 +299,7 @@ class Worker:
         if self._killed_for is None and self.cgroup is not None and self.cgroup.oom_killed():
             self._killed_for = self._cgroup_oom()
         if self._killed_for:
-            raise WorkerError("memory", self._killed_for)
+            raise WorkerError("disk" if self._killed_for.startswith("disk") else "memory", self._killed_for)
         if code is not None and code < 0:
             how = f"was killed by signal {signal.Signals(-code).name}"
         else:
