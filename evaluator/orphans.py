@@ -1,9 +1,10 @@
-"""Orphans: harnesses whose caller died (kill -9 of a Celery worker).
+"""Orphans: evaluations whose caller died (kill -9 of a Celery worker).
 
-The harness leads its own session, so it survives its caller unless told otherwise: it gets PR_SET_PDEATHSIG
-(SIGKILL when the thread that started it ends), its workers get the same from it, and each work folder names its
-owner (host, pid and start time of the caller, harness process group) in harness/owner.json, which
-`orphans_remove` (the reaper, and every worker at start) uses to kill what is left and remove the folder.
+An evaluation's launcher (evaluator/harness/sandbox/launcher/) holds a life socket to its caller: when the caller
+dies, the launcher kills and reaps everything of the evaluation and removes its own folders. What is left is the
+caller's: each work folder names its owner (host, pid and start time of the caller, the launcher's process group) in
+harness/owner.json, which `orphans_remove` (the reaper, and every worker at start) uses to kill what it may and
+remove the folder, without recursion and without following a link.
 
 Part of the runner (stdlib only, no Django); `orphans_remove` is also the reaper's and a starting worker's.
 """
@@ -20,20 +21,7 @@ from typing import Any
 
 from evaluator.harness.sandbox.beneath import open_trusted_dir, remove_tree
 
-PR_SET_PDEATHSIG = 1
 OWNER_FILE = "owner.json"
-try:
-    import ctypes
-
-    _prctl: Any = ctypes.CDLL(None, use_errno=True).prctl
-except (OSError, AttributeError):  # not Linux
-    _prctl = None
-
-
-def die_with_parent() -> None:
-    """preexec_fn of the harness: SIGKILL it when its caller dies (only a system call: safe after fork)."""
-    if _prctl is not None:
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def start_time(pid: int) -> str | None:

@@ -1,8 +1,9 @@
-"""The Django side of the harness boundary: a private work directory, a scrubbed environment, a spawn of
-`python -m evaluator.harness` in its own session, a hard timeout, and the result record read from a pipe.
+"""The Django side of the harness boundary: a private work directory, the evaluation started under its launcher
+(evaluator/harness/sandbox/launching.py: the privileged launcher starts `python -m evaluator.harness`, the
+orchestrator, as a uid of its own), a hard timeout, and the result record read from a pipe.
 
-Imports only the stdlib, `evaluator.harness.protocol` and `evaluator.orphans` (no Django, no torch), so Celery
-workers stay CUDA-free.
+Imports only the stdlib, `evaluator.harness.protocol`, the harness's launching module and `evaluator.orphans` (no
+Django, no torch), so Celery workers stay CUDA-free and this process never needs a privilege of its own.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import contextlib
 import json
 import os
 import select
-import subprocess
 import sys
 import tempfile
 import threading
@@ -23,14 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.harness.protocol import ENV_PASSTHROUGH, Options, Record, Spec, shorten, validate_result
-from evaluator.harness.sandbox.confine import confine
-from evaluator.harness.sandbox.confine import wanted as confine_wanted
-from evaluator.harness.sandbox.disk import TMP_DISK, WORK_DISK, DiskCaps, mount_disks, private_mounts
-from evaluator.harness.sandbox.namespaces import BWRAP_VAR, MODE_VAR, REQUIRE_VAR
-from evaluator.harness.sandbox.privileges import ENV_VAR as SANDBOX_USER_VAR
+from evaluator.harness.sandbox.disk import TMP_DISK, WORK_DISK
+from evaluator.harness.sandbox.launching import Launched, Request, launch, limits
+from evaluator.harness.sandbox.namespaces import REQUIRE_VAR
 from evaluator.orphans import (  # noqa: F401  (orphans_remove: also runner.orphans_remove for the worker at start)
-    die_with_parent,
-    kill_group,
     orphans_remove,
     remove_work,
     start_time,
@@ -43,40 +39,6 @@ GRACE_SECONDS = 30.0  # the harness enforces `timeout` itself; this is the backs
 
 class InfraError(Exception):
     """The evaluation could not run for reasons that are not the kernel's fault (retry it)."""
-
-
-def _preexec(work: str | None, caps: DiskCaps | None, confined: bool) -> Any:
-    """preexec_fn of the harness: die with the caller; as root, its disks (disk.py) and confinement (confine.py)."""
-
-    def child() -> None:
-        die_with_parent()
-        if work is not None and caps is not None:
-            private_mounts()
-            mount_disks(work, caps)
-        if confined:
-            confine()
-
-    return child
-
-
-SANDBOX_VARS = (MODE_VAR, REQUIRE_VAR, BWRAP_VAR)  # namespaces.py: which sandbox, whether it is required, bwrap
-
-
-def _harness_env(home: Path) -> dict[str, str]:
-    """Built from scratch: never SECRET_KEY, DATABASE_URL, CELERY_BROKER_URL or DJANGO_SETTINGS_MODULE."""
-    env = {key: os.environ[key] for key in ENV_PASSTHROUGH if key in os.environ}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env.update(
-        HOME=str(home),
-        PYTHONPATH=str(REPO_ROOT),
-        PYTHONDONTWRITEBYTECODE="1",
-        PYTHONUNBUFFERED="1",
-        PYTHONNOUSERSITE="1",
-    )
-    for name in (SANDBOX_USER_VAR, *SANDBOX_VARS):  # for the orchestrator only; workers never get them
-        if name in os.environ:
-            env[name] = os.environ[name]
-    return env
 
 
 def _timeout_record(timeout: float) -> dict[str, Any]:
@@ -166,7 +128,8 @@ class _Config:
 
 
 class _Harness:
-    """One `python -m evaluator.harness` process in its own session, with its private work directory."""
+    """One evaluation under its launcher (the orchestrator, `python -m evaluator.harness`, and its workers), with its
+    private work directory."""
 
     def __init__(self, config: _Config) -> None:
         self.config = config
@@ -176,14 +139,14 @@ class _Harness:
         except OSError:
             remove_work(self.work)
             raise
-        self.proc: subprocess.Popen | None = None
+        self.launched: Launched | None = None
         self.read_fd = -1
         self.go_fd = -1
 
     def _create(self, config: _Config) -> None:
         (self.work / "harness").mkdir(parents=True)
-        os.chmod(self.work / "harness", 0o700)  # spec and log: not for the kernel (it may be another user)
-        for disk in (WORK_DISK, TMP_DISK):  # the kernel's disks' mount points
+        os.chmod(self.work / "harness", 0o700)  # spec and log: the launcher shares them with the orchestrator alone
+        for disk in (WORK_DISK, TMP_DISK):  # the kernel's disks' mount points (sandbox/disk.py)
             (self.work / disk).mkdir()
         self.problem = self.work / "harness" / "problem.py"
         self.kernel = self.work / "harness" / "kernel.py"
@@ -199,49 +162,52 @@ class _Harness:
             options=config.options,
         )
         self.spec_path = self.work / "harness" / "spec.json"
-        self.spec_path.write_text(self.spec.to_json())
+        _write(self.spec_path, self.spec.to_json())
         write_owner(self.work)
 
     def write_sources(self, problem_source: str, kernel_source: str) -> None:
-        self.problem.write_text(problem_source)
-        self.kernel.write_text(kernel_source)
+        _write(self.problem, problem_source)
+        _write(self.kernel, kernel_source)
+
+    def _request(self) -> Request:
+        config, opts = self.config, Options.build(self.config.options)
+        for folder in (config.compile_cache_dir, opts.gpu_lock_dir):  # ours: the launcher shares them by group
+            if folder:
+                os.makedirs(folder, exist_ok=True)
+        return Request(
+            work=str(self.work.absolute()),
+            python=config.python,
+            cuda=config.device.startswith("cuda"),
+            limits=limits(opts, config.timeout),
+            cache=str(Path(config.compile_cache_dir).absolute()) if config.compile_cache_dir else "",
+            gpu_locks=str(Path(opts.gpu_lock_dir).absolute()) if opts.gpu_lock_dir else "",
+            require=config.env.get(REQUIRE_VAR) == "True",
+            keep=opts.keep_workdir,
+            env=config.env,
+        )
 
     def spawn(self, *, standby: bool) -> None:
         read_fd, write_fd = os.pipe()
-        fds = [write_fd]
-        command = [self.spec.python, "-m", "evaluator.harness", "--spec", str(self.spec_path)]
-        command += ["--channel-fd", str(write_fd)]
+        go_r = -1
         if standby:
             go_r, self.go_fd = os.pipe()
-            fds.append(go_r)
-            command += ["--go-fd", str(go_r)]
-        confined, opts = confine_wanted(), Options.build(self.config.options)
-        caps = DiskCaps(opts.work_dir_mb << 20, opts.work_dir_files, opts.tmp_mb << 20, opts.tmp_files)
         try:
             with open(self.log_path, "wb") as log:
-                self.proc = subprocess.Popen(  # our own harness module
-                    command,
-                    cwd=self.work / "harness",
-                    env=_harness_env(self.work / "harness") | self.config.env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                    pass_fds=tuple(fds),
-                    start_new_session=True,
-                    # system calls only: safe after fork (sandbox/confine.py, sandbox/disk.py)
-                    preexec_fn=_preexec(str(self.work) if os.geteuid() == 0 else None, caps, confined),
-                )
-        except subprocess.SubprocessError as exc:  # the confinement failed in the child: never run unconfined
-            raise OSError(f"cannot start the harness confined ({exc}); KBV_CONFINE=off runs it unconfined") from exc
+                go = go_r if standby else None
+                self.launched = launch(self._request(), channel=write_fd, log=log.fileno(), go=go)
+        except BaseException:
+            os.close(read_fd)
+            raise
         finally:
-            for fd in fds:
-                os.close(fd)
+            for fd in (write_fd, go_r):
+                if fd >= 0:
+                    os.close(fd)
         self.read_fd = read_fd
         with contextlib.suppress(OSError):
-            write_owner(self.work, pgid=self.proc.pid, pgid_start=start_time(self.proc.pid))
+            write_owner(self.work, pgid=self.launched.pid, pgid_start=start_time(self.launched.pid))
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.launched is not None and not self.launched.ended()
 
     def go(self) -> None:
         os.write(self.go_fd, b"go\n")
@@ -250,9 +216,8 @@ class _Harness:
 
     def collect(self) -> dict:
         """Read events until the harness ends or overruns; return its record (see run_evaluation)."""
-        assert self.proc is not None
-        spec, proc, read_fd = self.spec, self.proc, self.read_fd
-        worker_pids: list[int] = []
+        assert self.launched is not None
+        spec, read_fd = self.spec, self.read_fd
         events: list[dict[str, Any]] = []
         buffer = b""
         deadline = time.monotonic() + spec.timeout + GRACE_SECONDS
@@ -277,20 +242,13 @@ class _Harness:
                     except ValueError:
                         continue
                     events.append(event)
-                    if (pid := _worker_pid(event)) is not None:
-                        worker_pids.append(pid)
                     if event.get("event") == "gpu_wait" and isinstance(event.get("seconds"), int | float):
                         deadline += max(0.0, float(event["seconds"]))  # queued behind other evaluations' timing
         finally:
             os.close(read_fd)
             self.read_fd = -1
-            kill_group(proc.pid)
-            for pid in worker_pids:  # workers lead their own sessions: kill each group too
-                kill_group(pid)
-            try:
-                code: int | None = proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                code = None
+            # the launcher kills and reaps everything of the evaluation, then says how the orchestrator ended
+            code = self.launched.finish(abort=timed_out)
         if timed_out:
             return _timeout_record(spec.timeout)
         return _record_from(events, code, self.log_path)
@@ -300,19 +258,9 @@ class _Harness:
         if self.go_fd >= 0:
             os.close(self.go_fd)
             self.go_fd = -1
-        if self.proc is not None:
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                kill_group(self.proc.pid)
-                self.proc.wait(timeout=10)
+        if self.launched is not None:
+            self.launched.finish(abort=False, timeout=20)  # past it: our end closed, which ends it too
         if self.read_fd >= 0:
-            os.set_blocking(self.read_fd, False)
-            with contextlib.suppress(OSError):  # the workers' pids, in case the harness did not end them
-                for line in os.read(self.read_fd, 1 << 20).splitlines():
-                    with contextlib.suppress(ValueError):
-                        if (pid := _worker_pid(json.loads(line))) is not None:
-                            kill_group(pid)
             os.close(self.read_fd)
             self.read_fd = -1
         self.cleanup(keep=False)
@@ -322,10 +270,10 @@ class _Harness:
             remove_work(self.work)
 
 
-def _worker_pid(event: Any) -> int | None:
-    """The pid a harness "worker" event announces (workers lead their own sessions: their groups are killed too)."""
-    ok = isinstance(event, dict) and event.get("event") == "worker" and isinstance(event.get("pid"), int)
-    return event["pid"] if ok else None
+def _write(path: Path, text: str) -> None:
+    """A new file of the runner's, readable by the group the launcher gives its folder (the orchestrator's)."""
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o640), "w") as fh:
+        fh.write(text)
 
 
 def _record_from(events: list[dict[str, Any]], code: int | None, log_path: Path) -> dict:

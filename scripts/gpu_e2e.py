@@ -43,6 +43,7 @@ from e2e.bundle import KERNEL_FILES, build_bundle, bundle_files
 from e2e.collect import collect, machine_facts, median
 from e2e.common import DEMO_DIR, OUT_FILES, PROBLEMS_JSONL, REPO, free_port, log, parse_time, utcnow
 from e2e.install import install
+from e2e.processes import Watch
 from e2e.report import benchmark_comparison, markdown
 from e2e.stack import EXPORT, IMPORT_DEMO, SETUP_USER, Deployment
 
@@ -168,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         log(f"bundle: {len(files)} kernels, {len({k[:2] for k in files})} problems, {bundle_path}")
         upload_wall = utcnow()
         t0 = time.monotonic()
+        watch = Watch()  # who runs as whom while the evaluations run (uids and capabilities from /proc)
+        watch.start()
         client = subprocess.run(
             [
                 py,
@@ -201,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             timeout=args.timeout + 120,
         )
         client_wait = round(time.monotonic() - t0, 1)
+        processes = watch.stop()
         print(client.stdout, flush=True)
         match = re.search(r"^submission (\d+):", client.stdout, re.M)
         if client.returncode not in (0, 3):  # 3: not every kernel passed; 2 after --timeout: record what finished
@@ -241,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             "prestart": prestart,
             "facts": facts,
             "environment": got["environment"],
+            "processes": processes,
             "steps": steps,
             "bundle": {"mode": args.bundle, "sha256": sha, "kernels": len(files), "file": bundle_path.name},
             "submission": {

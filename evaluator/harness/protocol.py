@@ -9,6 +9,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from evaluator.harness.environ import ENV_PASSTHROUGH
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.record import (
     CHECK_NAMES,
@@ -28,8 +29,9 @@ from evaluator.harness.record import (
     finite_json,
 )
 
-__all__ = [  # the record type's names, re-exported for callers of this module
+__all__ = [  # the record type's names and the environment's allow-list, re-exported for callers of this module
     "CHECK_NAMES",
+    "ENV_PASSTHROUGH",
     "DISTRIBUTIONS",
     "HARNESS_VERSION",
     "KNOWN_CHECKS",
@@ -44,20 +46,6 @@ __all__ = [  # the record type's names, re-exported for callers of this module
     "TimingSide",
 ]
 
-# Variables a harness process may inherit: tool locations and GPU selection only, never credentials or Django settings.
-ENV_PASSTHROUGH = (
-    "PATH",
-    "LD_LIBRARY_PATH",
-    "CUDA_HOME",
-    "CUDA_PATH",
-    "CUDA_VISIBLE_DEVICES",
-    "TORCH_CUDA_ARCH_LIST",
-    "MAX_JOBS",
-    "NCCL_NVLS_ENABLE",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-    "NVSHMEM_DISABLE_NVLS",
-    "LANG",
-)
 
 # A failed hard check means the kernel tried to cheat the harness (or cannot be trusted): status "rejected".
 HARD_CHECKS = frozenset(

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.harness.sandbox.beneath import Refused, open_trusted_dir, remove_tree, tree_usage, walk
-from evaluator.harness.sandbox.disk import DiskCaps, DiskWatch
+from evaluator.harness.sandbox.beneath import Refused, open_trusted_dir, remove_tree
+from evaluator.harness.sandbox.disk import DiskCaps
+from evaluator.harness.sandbox.disk_watch import DiskWatch
+from evaluator.harness.sandbox.trees import tree_usage, walk
 
 ROOT = os.geteuid() == 0
 
@@ -76,7 +78,8 @@ def test_without_a_filesystem_of_its_own_the_watch_walks_and_names_the_cap(tmp_p
     work, tmp = tmp_path / "kernel", tmp_path / "kernel-tmp"
     work.mkdir()
     tmp.mkdir()
-    watch = DiskWatch(work, tmp, DiskCaps(work_bytes=1 << 20, work_files=20, tmp_bytes=1 << 20, tmp_files=20))
+    caps = DiskCaps(work_bytes=1 << 20, work_files=20, tmp_bytes=1 << 20, tmp_files=20)
+    watch = DiskWatch(os.open(work, os.O_RDONLY), os.open(tmp, os.O_RDONLY), caps, mounted=False)
     try:
         assert not watch.mounted and watch.reached() is None
         for i in range(25):
@@ -94,13 +97,14 @@ def test_without_a_filesystem_of_its_own_the_watch_walks_and_names_the_cap(tmp_p
 CHILD = """
 import errno, json, os, sys
 from pathlib import Path
-from evaluator.harness.sandbox.disk import DiskCaps, DiskWatch, mount_disks, private_mounts
+from evaluator.harness.sandbox.disk import DiskCaps, mount_disks, private_mounts
+from evaluator.harness.sandbox.disk_watch import DiskWatch
 work = Path(sys.argv[1])
 caps = DiskCaps(work_bytes=1 << 20, work_files=64, tmp_bytes=1 << 20, tmp_files=64)
 private_mounts()
 mount_disks(str(work), caps)
 disk, tmp = work / "kernel", work / "kernel-tmp"
-watch = DiskWatch(disk, tmp, caps)
+watch = DiskWatch(os.open(disk, os.O_RDONLY), os.open(tmp, os.O_RDONLY), caps, mounted=True)
 out = {"mounted": watch.mounted, "start": watch.reached()}
 fd = os.open(disk / "big", os.O_WRONLY | os.O_CREAT, 0o644)
 try:

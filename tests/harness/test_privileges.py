@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.harness.environ import worker_env
 from evaluator.harness.sandbox import privileges
 from evaluator.harness.sandbox.privileges import (
     FALLBACK_IDENTITY,
@@ -23,7 +24,6 @@ from evaluator.harness.sandbox.privileges import (
     open_path,
     parse_identity,
 )
-from evaluator.harness.sandbox.spawn import build_env
 from evaluator.runner import run_evaluation
 
 from .conftest import source
@@ -89,7 +89,7 @@ def test_check_runtime_fails_closed_with_a_reason(tmp_path):
     hidden = tmp_path / "hidden"
     (hidden / "cand").mkdir(parents=True)
     hidden.chmod(0o700)
-    why = check_runtime(sys.executable, ident, env=build_env(private_dir=hidden / "cand"), cwd=hidden / "cand")
+    why = check_runtime(sys.executable, ident, env=worker_env(private_dir=hidden / "cand"), cwd=hidden / "cand")
     assert why and "uid 65534" in why and "KBV_SANDBOX_USER=off" in why
     assert str(hidden) in why  # names the directory in the way
 
@@ -155,7 +155,8 @@ def test_kernel_cannot_write_outside_its_own_dir(tmp_path):
     assert UID_BASE <= uid < UID_BASE + UID_SLOTS  # a uid of this evaluation's own
     assert record["environment"]["compile_cache"] == "miss"
     owners = {p.stat().st_uid for p in cache.rglob("*") if "triton" not in p.relative_to(cache).parts}
-    assert owners == {os.geteuid()}, "the cache entry must be the evaluator's again after the build"
+    orchestrator = record["environment"]["orchestrator"]["uid"]  # the cache is the orchestrators', never the kernel's
+    assert owners == {orchestrator} and uid not in owners and orchestrator != 0, owners
     if record["environment"]["sandbox"] == "namespaces":  # the kernel never sees the cache: nothing of it there
         assert not list(cache.glob("*/build/triton"))
     else:

@@ -28,15 +28,13 @@ from typing import Any
 from evaluator.harness.sandbox.beneath import (
     CREATE_FLAGS,
     Refused,
-    copy_in,
-    copy_out,
     open_dir,
     open_dir_path,
     open_regular,
     read_bytes,
     remove_tree,
-    walk,
 )
+from evaluator.harness.sandbox.trees import copy_in, copy_out, walk
 
 # What torch.utils.cpp_extension (load_inline, load) leaves in a build folder: sources it wrote, ninja's files,
 # objects, the shared library. Anything else a kernel writes there (data, caches of its own) is not kept.
@@ -111,8 +109,11 @@ class CacheEntry:
         self._lock_fd: int | None = None
 
     def acquire(self, timeout: float) -> bool:
-        self._lock_fd = os.open(f"{self.key}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE,
-                                dir_fd=self.root)  # fmt: skip
+        name, flags = f"{self.key}.lock", os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            self._lock_fd = os.open(name, os.O_RDWR | os.O_CREAT | flags, FILE_MODE, dir_fd=self.root)
+        except PermissionError:  # another user's lock file (an older harness's): a lock all the same
+            self._lock_fd = os.open(name, os.O_RDONLY | flags, dir_fd=self.root)
         with contextlib.suppress(OSError):  # another orchestrator's file: its mode is already the group's
             os.fchmod(self._lock_fd, FILE_MODE)
         deadline = time.monotonic() + timeout
@@ -153,6 +154,12 @@ class CacheEntry:
     ) -> str:
         """Copy a fresh build's products out of the kernel's build folder (a descriptor) into this entry and write
         its manifest. Returns what happened, for the record: "stored", "nothing built" or why it was not kept."""
+        try:
+            return self._store(kernel_build_fd, compile_s, max_entry_bytes, max_entry_files)
+        except OSError as exc:  # an entry this orchestrator may not replace (an older harness's), a full disk
+            return f"not kept: {exc}"
+
+    def _store(self, kernel_build_fd: int, compile_s: float, max_entry_bytes: int, max_entry_files: int) -> str:
         self.discard()
         with contextlib.suppress(FileExistsError):
             os.mkdir(self.key, DIR_MODE, dir_fd=self.root)
@@ -186,9 +193,10 @@ class CacheEntry:
             return copy_in(build, build_fd, dir_mode=0o2775, file_mode=0o664)
 
     def discard(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):  # gone, or not ours to remove: it stays a miss (its manifest no match)
             os.unlink(self.manifest_name, dir_fd=self.root)
-        remove_tree(self.root, self.key)
+        with contextlib.suppress(OSError):
+            remove_tree(self.root, self.key)
 
 
 def _share(top: int) -> None:

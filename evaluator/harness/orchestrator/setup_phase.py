@@ -150,7 +150,7 @@ def handover(ctx: Context) -> None:
     chosen, reasons = "file", ["cpu device"] if not ctx.cuda else []
     fd_socks = ctx.workers.fd_socks
     if fd_socks is not None:  # zero-copy across the sandbox: a shared buffer passed as a file descriptor
-        cand_fd, ref_fd = (sock.fileno() for sock in fd_socks)
+        cand_fd, ref_fd = fd_socks  # the socket's number in each worker (launch.Workers)
         offer = ctx.cand.probe_handover(fd_socket=cand_fd)
         if offer.get("desc"):
             probe = ctx.ref.probe_handover(offer["desc"], fd_socket=ref_fd)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import secrets
 import statistics
 import time
@@ -37,8 +36,8 @@ from evaluator.harness.orchestrator.timing_record import (
     stability_check,
 )
 from evaluator.harness.protocol import PAPER_LOOP_CALLS, set_check
-from evaluator.harness.sandbox.candidate_cpu import CandidateCpu, busy_finding, used_between
-from evaluator.harness.sandbox.cpu_pin import CpuLease, pin_group
+from evaluator.harness.sandbox.candidate_cpu import busy_finding, used_between
+from evaluator.harness.sandbox.cpu_pin import CpuLease
 from evaluator.harness.timing import (
     LONG_BLOCK_TARGETS,
     analytic_log_half_width,
@@ -196,9 +195,7 @@ def _time_pair(
 
 def _pin_workers(ctx: Context, cpu: int) -> dict[str, int]:
     """Every thread of both workers onto `cpu` (cpu_pin.py); how many threads each had pinned."""
-    workers = ctx.workers
-    assert workers.ref is not None and workers.cand is not None and workers.ref.pid and workers.cand.pid
-    return {"reference": pin_group(workers.ref.pid, {cpu}), "candidate": pin_group(workers.cand.pid, {cpu})}
+    return ctx.workers.pin(cpu)  # by the launcher: the kernel's threads are another user's
 
 
 def _block_size(ctx: Context) -> int:
@@ -238,7 +235,7 @@ def _timed_blocks(
     outer: OuterBlocks = {s: [] for s in sides}  # (orchestrator wall, sum, n)
     host: Samples = {s: [] for s in sides}
     busy = {s: [0.0, 0.0] for s in sides if s != "cand"}  # the kernel's CPU ms and the wall ms, baseline blocks
-    watch = CandidateCpu(os.getpid(), exclude=ctx.workers.ref.pid if ctx.workers.ref else None)
+    watch = ctx.workers.candidate_cpu()
     rechecks: dict[str, dict[str, Any] | None] = {}  # timed output -> its re-check (None: not a plain tensor)
     forged: list[str] = []
     offset, rounds, budget_end = 0, 0, time.monotonic() + budget_s

@@ -1,5 +1,6 @@
 """File operations inside a folder the kernel can write, made so that nothing the kernel plants there can send them
-elsewhere, and so that no tree it builds (deep, wide, racing) can exhaust the process doing them. stdlib only.
+elsewhere, and so that no tree it builds (deep, wide, racing) can exhaust the process doing them: opening, reading
+and removing here (the launcher's too), walking and copying in trees.py (the orchestrator's). stdlib only.
 
 The rule (docs/protocol.md, "The boundary"): the harness never resolves a path inside a kernel-writable folder.
 Everything here starts from a directory descriptor of a folder the kernel cannot replace (it sits in a folder of
@@ -8,9 +9,8 @@ followed, like openat2's RESOLVE_NO_SYMLINKS), checks what it opened with fstat 
 device is never read), and reads or writes through that descriptor. A kernel racing us (swapping a file for a link
 between two calls) can only make an operation fail, never redirect it.
 
-Walks never recurse: `walk` keeps its own stack (at most `max_depth` folders open at once) and stops with Refused
-past `max_entries`, so a tree 2,000 levels deep or a million entries wide costs a bounded amount of work and never a
-RecursionError. `remove_tree` needs no stack at all: it moves each subfolder up into the folder it empties.
+Nothing recurses: `remove_tree` moves each subfolder up into the folder it empties, so a tree 2,000 levels deep
+takes 2,000 short steps with two folders open, and it stops with Refused past `max_entries`.
 """
 
 from __future__ import annotations
@@ -19,16 +19,14 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-MAX_DEPTH = 32  # folders deeper than this are counted but never entered (no build product lives that deep)
 MAX_ENTRIES = 1_000_000  # a walk past this many entries is refused (the kernel's disk caps its inodes far below)
-_GONE = (errno.ENOENT, errno.ELOOP, errno.ENOTDIR)  # the entry went away or was swapped for a link meanwhile
+GONE = (errno.ENOENT, errno.ELOOP, errno.ENOTDIR)  # the entry went away or was swapped for a link meanwhile
 
 
 class Refused(OSError):
@@ -98,187 +96,6 @@ def read_path(root: Path, relative: str, *, max_bytes: int) -> bytes:
         return read_bytes(fd, parts[-1], max_bytes=max_bytes)
 
 
-def _copy_fd(src: int, dst: int, budget: int) -> int:
-    copied = 0
-    while True:
-        chunk = os.read(src, 1 << 20)
-        if not chunk:
-            return copied
-        copied += len(chunk)
-        if copied > budget:
-            raise Refused("over the size allowed")
-        os.write(dst, chunk)
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One entry met by `walk`: its path relative to the top, the descriptor of the folder holding it (valid until the
-    walk moves on), its name there, its lstat, and whether it is a folder too deep to be entered."""
-
-    rel: str
-    dir_fd: int
-    name: str
-    info: os.stat_result
-    deep: bool = False
-
-    @property
-    def is_dir(self) -> bool:
-        return stat.S_ISDIR(self.info.st_mode)
-
-
-def walk(top_fd: int, *, max_depth: int = MAX_DEPTH, max_entries: int = MAX_ENTRIES) -> Iterator[Entry]:
-    """Every entry under the folder `top_fd`, a folder before what it holds, names in sorted order: no recursion, no
-    link followed (a folder swapped for one is skipped), at most `max_depth` folders open at once (deeper ones are
-    yielded with `deep` set, never entered), Refused past `max_entries`."""
-    seen = 0
-    stack: list[tuple[int, Iterator[str], str]] = [(top_fd, iter(sorted(os.listdir(top_fd))), "")]
-    try:
-        while stack:
-            fd, names, prefix = stack[-1]
-            name = next(names, None)
-            if name is None:
-                stack.pop()
-                if fd != top_fd:
-                    os.close(fd)
-                continue
-            seen += 1
-            if seen > max_entries:
-                raise Refused(f"more than {max_entries} entries")
-            try:
-                info = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            deep = stat.S_ISDIR(info.st_mode) and len(stack) > max_depth
-            yield Entry(f"{prefix}{name}", fd, name, info, deep)
-            if stat.S_ISDIR(info.st_mode) and not deep:
-                try:
-                    sub = os.open(name, DIR_FLAGS, dir_fd=fd)
-                except OSError as exc:
-                    if exc.errno in _GONE:
-                        continue
-                    raise
-                try:
-                    listing = iter(sorted(os.listdir(sub)))
-                except BaseException:
-                    os.close(sub)
-                    raise
-                stack.append((sub, listing, f"{prefix}{name}/"))
-    finally:
-        for fd, _, _ in stack:
-            if fd != top_fd:
-                os.close(fd)
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What a tree holds: bytes allocated (files and folders), entries (inodes), and whether it went deeper than the
-    walk would enter (then `bytes` misses what lies below)."""
-
-    bytes: int
-    entries: int
-    too_deep: bool
-
-
-def tree_usage(top_fd: int, *, max_depth: int = MAX_DEPTH, max_entries: int = MAX_ENTRIES) -> Usage:
-    """Bytes and entries under `top_fd` (the disk watchdog where no size-capped filesystem holds the kernel's
-    folders); a tree over `max_entries` counts as that many plus one."""
-    total = entries = 0
-    deep = False
-    try:
-        for entry in walk(top_fd, max_depth=max_depth, max_entries=max_entries):
-            total += entry.info.st_blocks * 512
-            entries += 1
-            deep = deep or entry.deep
-    except Refused:
-        entries = max_entries + 1
-    return Usage(total, entries, deep)
-
-
-def copy_out(
-    src_fd: int,
-    dst_fd: int,
-    *,
-    keep: Callable[[str], bool],
-    max_bytes: int,
-    max_entries: int = 4096,
-    max_depth: int = MAX_DEPTH,
-) -> list[str]:
-    """Copy the plain files under the kernel's folder `src_fd` whose relative path passes `keep` into the empty folder
-    `dst_fd` (ours). Links, FIFOs, sockets and devices are skipped, never followed or read; a folder is made only for a
-    file kept inside it (a tree of empty folders copies nothing). Files and folders made count against `max_entries`,
-    their bytes against `max_bytes` (Refused past either; the caller removes what was made). Returns the relative
-    paths of the files copied."""
-    copied: list[str] = []
-    made: set[str] = set()
-    budget = max_bytes
-    for entry in walk(src_fd, max_depth=max_depth, max_entries=max(max_entries * 64, 100_000)):
-        if not stat.S_ISREG(entry.info.st_mode) or not keep(entry.rel):
-            continue
-        parts = entry.rel.split("/")
-        for depth in range(1, len(parts)):
-            folder = "/".join(parts[:depth])
-            if folder not in made:
-                os.mkdir(folder, 0o700, dir_fd=dst_fd)
-                made.add(folder)
-        if len(made) + len(copied) + 1 > max_entries:
-            raise Refused(f"more than {max_entries} files and folders")
-        try:
-            src = open_regular(entry.dir_fd, entry.name)  # the budget is enforced while copying
-        except (FileNotFoundError, Refused):
-            continue
-        except OSError as exc:
-            if exc.errno in _GONE:
-                continue
-            raise
-        try:
-            out = os.open(entry.rel, CREATE_FLAGS, 0o600, dir_fd=dst_fd)
-            try:
-                budget -= _copy_fd(src, out, budget)
-                seen = os.fstat(src)  # ninja compares times: a build copied back must stay up to date
-                os.utime(out, ns=(seen.st_atime_ns, seen.st_mtime_ns))
-            finally:
-                os.close(out)
-        finally:
-            os.close(src)
-        copied.append(entry.rel)
-    return copied
-
-
-def copy_in(src_fd: int, dst_fd: int, *, dir_mode: int = 0o755, file_mode: int = 0o644) -> int:
-    """Copy a tree of ours (a cache entry, `src_fd`) into a fresh folder the kernel will use (`dst_fd`): each folder
-    and file created new through the destination's descriptor, with these modes whatever the umask (a build folder
-    shared through its group needs group write). Folders are never chmod-ed after they are made: that would drop
-    the set-group-ID bit they inherit (we are not in the kernel's group). Returns the bytes copied."""
-    total = 0
-    before = os.umask(0o777 & ~(dir_mode | file_mode))
-    try:
-        for entry in walk(src_fd):
-            if entry.is_dir:
-                os.mkdir(entry.rel, dir_mode, dir_fd=dst_fd)
-            elif stat.S_ISREG(entry.info.st_mode):
-                total += _copy_file(entry, dst_fd, file_mode)
-    finally:
-        os.umask(before)
-    return total
-
-
-def _copy_file(entry: Entry, dst_fd: int, file_mode: int) -> int:
-    """Copy one file met by `walk` to the same relative path under `dst_fd`, keeping its times (ninja compares
-    them) and its execute bits."""
-    src = open_regular(entry.dir_fd, entry.name)
-    try:
-        out = os.open(entry.rel, CREATE_FLAGS, file_mode, dir_fd=dst_fd)
-        try:
-            os.fchmod(out, file_mode | (stat.S_IMODE(entry.info.st_mode) & 0o111))
-            copied = _copy_fd(src, out, 1 << 40)
-            os.utime(out, ns=(entry.info.st_atime_ns, entry.info.st_mtime_ns))
-            return copied
-        finally:
-            os.close(out)
-    finally:
-        os.close(src)
-
-
 @contextlib.contextmanager
 def open_dir_path(top_fd: int, relative: str) -> Iterator[int]:
     """A descriptor of the folder `relative` under `top_fd`, one component at a time, never through a link."""
@@ -334,7 +151,7 @@ def _flatten_out(top: int, max_entries: int) -> None:
                             os.unlink(child, dir_fd=sub)
                 os.rmdir(name, dir_fd=top)
             except OSError as exc:
-                if exc.errno not in (*_GONE, errno.ENOTEMPTY):
+                if exc.errno not in (*GONE, errno.ENOTEMPTY):
                     raise
 
 
@@ -347,16 +164,3 @@ def _free_number(top: int, start: int) -> int:
         except FileNotFoundError:
             return n
     raise Refused("no free name to move a folder to")
-
-
-def fresh_dir(parent_fd: int, name: str, owner: tuple[int, int] | None, mode: int = 0o700) -> int:
-    """Replace whatever is at `name` in `parent_fd` (a link, a file, a folder the kernel filled) by a new empty
-    folder owned by `owner`, and return a descriptor of it (the caller closes it). The descriptor names the folder
-    we made, whatever the kernel renames later."""
-    remove_tree(parent_fd, name)
-    os.mkdir(name, mode, dir_fd=parent_fd)
-    fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
-    if owner is not None:
-        os.fchown(fd, *owner)
-    os.fchmod(fd, mode)
-    return fd

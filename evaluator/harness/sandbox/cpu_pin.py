@@ -6,11 +6,12 @@ next: one process moved across the vCPUs timed MobileNetV2 (L3/20) at 3.2-7.2 ms
 that range in different passes (benchmarks/results/process-pairs-h200.md). The two workers take turns (ABAB blocks)
 and never run at once, so on one CPU they meet the same host, and the ratio cancels what two vCPUs cannot.
 
-The CPU is leased for the timing phase (an flock per CPU in the machine-wide slots folder, privileges.py), so two
-evaluations timing on different GPUs of one machine never share one. The lowest CPU is never leased: interrupts and
-housekeeping land there. The orchestrator pins every thread of both workers' process groups from outside, after
-timing set-up (compilation and warm-up keep every CPU). A kernel may move its own threads elsewhere again; that
-only gives back the noise of an unpinned pair, and a kernel that crowds the baseline's CPU is caught by
+The CPU is leased for the timing phase (an flock per CPU in a machine-wide slots folder: the launcher's, shared by
+the orchestrators' group where root runs it; privileges.py), so two evaluations timing on different GPUs of one
+machine never share one. The lowest CPU is never leased: interrupts and housekeeping land there. The launcher pins
+every thread of both workers' process groups from outside (the orchestrator asks: the kernel's threads are another
+user's), after timing set-up (compilation and warm-up keep every CPU). A kernel may move its own threads elsewhere
+again; that only gives back the noise of an unpinned pair, and a kernel that crowds the baseline's CPU is caught by
 candidate_cpu.py.
 """
 
@@ -24,12 +25,15 @@ from typing import IO
 from evaluator.harness.sandbox.privileges import lease_first_free, uid_slots_dir
 from evaluator.harness.sandbox.usage import group_pids
 
+CPU_SLOTS_VAR = "KBV_CPU_SLOTS_DIR"
+
 
 class CpuLease:
     """One CPU held (an flock on `cpu-N.lock`) until release(); None when every CPU but the lowest is taken."""
 
     def __init__(self, slots_dir: Path | None = None) -> None:
-        self.slots_dir = Path(slots_dir) if slots_dir is not None else uid_slots_dir()
+        shared = os.environ.get(CPU_SLOTS_VAR, "")  # the launcher's, shared by the orchestrators' group
+        self.slots_dir = Path(slots_dir) if slots_dir is not None else Path(shared) if shared else uid_slots_dir()
         self.cpu: int | None = None
         self._fh: IO[str] | None = None
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import glob
-import json
 import os
 import shutil
 import subprocess
@@ -78,20 +77,29 @@ def required(environ: dict[str, str] | None = None) -> bool:
 
 
 @functools.cache
-def python_paths(python: str) -> tuple[str, ...]:
+def python_paths(python: str, uid: int | None = None, gid: int | None = None) -> tuple[str, ...]:
     """The folders an interpreter needs to start and import torch: its prefixes and every sys.path entry (never the
-    repository itself: a venv inside it is bound alone), asked of that interpreter once per process."""
+    repository itself: a venv inside it is bound alone), asked of that interpreter once per process, as `uid` (the
+    kernel's: the launcher, root, runs nothing as root) and read back one per line."""
     probe = (
-        "import json, sys, sysconfig\n"
+        "import sys, sysconfig\n"
         "paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path}\n"
         "paths |= {sysconfig.get_paths()[k] for k in ('stdlib', 'platstdlib', 'purelib', 'platlib')}\n"
-        "print(json.dumps(sorted(p for p in paths if p)))\n"
+        "print('\\n'.join(sorted(p for p in paths if p and '\\n' not in p)))\n"
     )
+    identity: dict[str, Any] = {"user": uid, "group": gid, "extra_groups": []} if uid is not None else {}
     out = subprocess.run(
-        [python, "-I", "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": "/usr/bin"}
+        [python, "-I", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={"PATH": "/usr/bin"},
+        cwd="/",
+        **identity,
     ).stdout
     found = {os.path.realpath(python)}
-    for entry in json.loads(out):
+    for entry in out.splitlines():
         for path in {entry, os.path.realpath(entry)}:  # a venv's own path and the installation it links to
             if os.path.isdir(path) and os.path.realpath(path) != str(REPO_ROOT):  # never the whole repository
                 found.add(os.path.abspath(path))
@@ -124,15 +132,19 @@ class Plan:
     gid: int = field(default_factory=os.getgid)
     unprivileged: bool = True  # add --unshare-user (bwrap is run as a non-root user)
 
-    def write_etc(self) -> None:
+    def etc_files(self) -> dict[str, str]:
         """A passwd and group naming only the sandbox's user (some libraries look the current user up)."""
+        return {
+            "passwd": f"root:x:0:0::/:/usr/sbin/nologin\nkernel:x:{self.uid}:{self.gid}::{self.private_dir}:"
+            "/usr/sbin/nologin\nnobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n",
+            "group": f"root:x:0:\nkernel:x:{self.gid}:\nnogroup:x:65534:\n",
+        }
+
+    def write_etc(self) -> None:
+        """etc_files into etc_dir (a folder of ours: the launcher writes them through a descriptor instead)."""
         self.etc_dir.mkdir(parents=True, exist_ok=True)
-        (self.etc_dir / "passwd").write_text(
-            f"root:x:0:0::/:/usr/sbin/nologin\nkernel:x:{self.uid}:{self.gid}::{self.private_dir}:/usr/sbin/nologin\n"
-            "nobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n"
-        )
-        (self.etc_dir / "group").write_text(f"root:x:0:\nkernel:x:{self.gid}:\nnogroup:x:65534:\n")
-        for name in ("passwd", "group"):
+        for name, text in self.etc_files().items():
+            (self.etc_dir / name).write_text(text)
             os.chmod(self.etc_dir / name, 0o644)
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
@@ -150,7 +162,7 @@ class Plan:
             args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         args += ["--ro-bind", str(self.etc_dir / "passwd"), "/etc/passwd"]
         args += ["--ro-bind", str(self.etc_dir / "group"), "/etc/group"]
-        for path in python_paths(self.python):
+        for path in python_paths(self.python, *((self.uid, self.gid) if os.geteuid() == 0 else ())):
             args += ["--ro-bind", path, path]
         harness = REPO_ROOT / "evaluator"
         args += ["--ro-bind", str(harness / "__init__.py"), str(harness / "__init__.py")]
@@ -232,8 +244,8 @@ def probe_worker(python: str, work_root: Path) -> str | None:
     layout the sandbox cannot serve fails there, not on the first upload."""
     import tempfile
 
+    from evaluator.harness.environ import worker_env
     from evaluator.harness.sandbox.privileges import UID_BASE, check_runtime, open_path
-    from evaluator.harness.sandbox.spawn import build_env
 
     root = os.geteuid() == 0
     uid, gid = (UID_BASE, UID_BASE) if root else (os.getuid(), os.getgid())
@@ -260,7 +272,7 @@ def probe_worker(python: str, work_root: Path) -> str | None:
             gid=gid,
         )
         plan.write_etc()
-        return check_runtime(python, ident, env=build_env(private_dir=private), cwd=private, wrap=plan.wrap)
+        return check_runtime(python, ident, env=worker_env(private_dir=private), cwd=private, wrap=plan.wrap)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
