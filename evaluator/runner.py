@@ -171,8 +171,8 @@ class _Harness:
 
     def _request(self) -> Request:
         config, opts = self.config, Options.build(self.config.options)
-        for folder in (config.compile_cache_dir, opts.gpu_lock_dir):  # ours: the launcher shares them by group
-            if folder:
+        for folder in (config.compile_cache_dir, opts.gpu_lock_dir, opts.profile_dir):  # the launcher shares them
+            if folder:  # with the orchestrators' group
                 os.makedirs(folder, exist_ok=True)
         return Request(
             work=str(self.work.absolute()),
@@ -181,6 +181,7 @@ class _Harness:
             limits=limits(opts, config.timeout),
             cache=str(Path(config.compile_cache_dir).absolute()) if config.compile_cache_dir else "",
             gpu_locks=str(Path(opts.gpu_lock_dir).absolute()) if opts.gpu_lock_dir else "",
+            profile=str(Path(opts.profile_dir).absolute()) if opts.profile_dir else "",
             require=config.env.get(REQUIRE_VAR) == "True",
             keep=opts.keep_workdir,
             env=config.env,

@@ -78,7 +78,8 @@ def give_folders(uid: int, gid: int, environ: dict[str, str]) -> None:
     whole, tops = app_folders(environ)
     for folder in [*whole, *tops]:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chown(folder, uid, gid, follow_symlinks=False)
+        # a harness folder keeps its group: the launcher gave it the orchestrators' (launcher/layout.share_folder)
+        os.chown(folder, uid, -1 if folder in tops else gid, follow_symlinks=False)
     for folder in whole:
         with open_trusted_dir(folder) as top:
             for name in os.listdir(top):

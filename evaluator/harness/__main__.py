@@ -104,14 +104,17 @@ def _under_launcher(work: Path, args: argparse.Namespace, options: dict[str, Any
     Path(spec.kernel_path).write_text(Path(args.kernel).read_text())
     (harness / "spec.json").write_text(spec.to_json())
     opts = Options.build(options)
-    if spec.compile_cache_dir:
-        os.makedirs(spec.compile_cache_dir, exist_ok=True)
+    for folder in (spec.compile_cache_dir, opts.gpu_lock_dir, opts.profile_dir):  # shared by the launcher
+        if folder:
+            os.makedirs(folder, exist_ok=True)
     request = Request(
         work=str(work.absolute()),
         python=sys.executable,
         cuda=args.device == "cuda",
         limits=limits(opts, args.timeout),
         cache=spec.compile_cache_dir,
+        gpu_locks=str(Path(opts.gpu_lock_dir).absolute()) if opts.gpu_lock_dir else "",
+        profile=str(Path(opts.profile_dir).absolute()) if opts.profile_dir else "",
         keep=opts.keep_workdir,
     )
     events = run_to_end(request, harness / "harness.log", timeout=args.timeout + 30)

@@ -117,3 +117,23 @@ def test_a_celery_worker_started_as_root_drops_and_keeps_only_the_launcher_root(
         except subprocess.TimeoutExpired:
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait(timeout=10)
+
+
+@needs_root
+def test_the_app_takes_its_folders_and_leaves_the_launchers_shares_alone(tmp_path):
+    """VAR_DIR and what is in it become the service user's; the harness's shared folders (the compile cache, here)
+    only at their top, keeping the orchestrators' group the launcher gave them (else the next evaluation's launcher
+    would refuse a folder writable by a group not its own)."""
+    from evaluator.service_user import give_folders
+
+    var = tmp_path / "var"
+    (var / "celery" / "processed").mkdir(parents=True)
+    (var / "celery" / "processed" / "message.msg").write_text("x")
+    cache = var / "compile-cache"
+    (cache / "entry").mkdir(parents=True)
+    os.chown(cache, 0, 299999)
+    os.chmod(cache, 0o2770)
+    give_folders(4321, 4321, {"VAR_DIR": str(var)})
+    assert (var.stat().st_uid, (var / "celery" / "processed" / "message.msg").stat().st_uid) == (4321, 4321)
+    assert (cache.stat().st_uid, cache.stat().st_gid) == (4321, 299999)
+    assert (cache / "entry").stat().st_uid == 0  # the launcher's to share, not the app's to take

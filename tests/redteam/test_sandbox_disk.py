@@ -11,6 +11,7 @@ levels deep ended the evaluation without a record (RecursionError in the clean-u
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -121,6 +122,7 @@ def test_many_small_files_stop_at_the_inode_cap(tmp_path, where, cap):
 DEEP = (
     """
 import os
+from pathlib import Path
 import torch
 import torch.nn as nn
 
@@ -137,3 +139,41 @@ os.fchdir(here)
 def test_a_tree_2000_levels_deep_still_ends_with_a_record_and_no_work_folder(tmp_path):
     record = _evaluate(tmp_path, DEEP)
     assert record["status"] == "ok" and record["correct"] is True, record["error"]
+
+
+UNPRIVILEGED = """
+import json, sys
+from pathlib import Path
+from evaluator.runner import run_evaluation
+record = run_evaluation(problem_source=sys.argv[2], kernel_source=sys.argv[3], device="cpu", timeout=240,
+                        work_root=Path(sys.argv[1]), options={"quick": True, "work_dir_files": 500})
+print(json.dumps({"error": record["error"], "status": record["status"], "environment": record["environment"]}))
+"""
+
+
+@ROOT_ONLY  # to become a user that is not root: the evaluator as uid 65534, with no way to root at all
+def test_without_root_the_caps_hold_by_a_bounded_walk_and_the_record_says_so(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from evaluator.harness.sandbox.privileges import open_path
+
+    work = tmp_path / "work"
+    work.mkdir()
+    os.chown(work, 65534, 65534)
+    open_path(work, (65534, 65534), itself=True)
+    kernel = MANY_FILES.replace("__WHERE__", "os.getcwd()").replace("__CAP__", "500")
+    done = subprocess.run(
+        [sys.executable, "-c", UNPRIVILEGED, str(work), RELU, kernel],
+        user=65534, group=65534, extra_groups=[], cwd=Path(__file__).resolve().parents[2],
+        env={"PATH": os.environ["PATH"], "HOME": str(work)}, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    environment = record["environment"]
+    assert environment["orchestrator"]["launcher"] == "same user" and environment["orchestrator"]["uid"] == 65534
+    assert environment["limits"]["disk"]["enforced_by"].startswith("watchdog walk")
+    assert "ESCAPED" not in record["error"], record["error"]
+    assert "disk limit reached: the kernel's work folder holds its cap of 500 files and folders" in record["error"]
+    assert not list(work.glob("eval-*")), "the evaluation's work folder was left behind"

@@ -89,6 +89,7 @@ class Request:
     limits: dict[str, int]  # wire.LIMITS: memory (0: half the machine), fsize, cpu_seconds, the disks' caps
     cache: str = ""
     gpu_locks: str = ""
+    profile: str = ""  # where the orchestrator writes profiler traces (the option profile_dir)
     require: bool = False
     keep: bool = False
     env: dict[str, str] = field(default_factory=dict)  # allow-listed overrides (CUDA_VISIBLE_DEVICES, ...)
@@ -102,6 +103,7 @@ class Request:
             "python": self.python,
             "cache": self.cache,
             "gpu_locks": self.gpu_locks,
+            "profile": self.profile,
             "bwrap": get("KBV_BWRAP", "").strip(),
             "user": get("KBV_SANDBOX_USER", "auto").strip() or "auto",
             "mode": get("KBV_SANDBOX", "auto").strip() or "auto",

@@ -166,7 +166,7 @@ class Evaluation:
                     os.mkdir(name, 0o700, dir_fd=work)
                 self.fds[key] = layout.open_owned(name, self.peer, parent=work)
         layout.kernel_folders(self.fds["disk"], self.fds["tmp"], ids["k"], ids["o"])
-        for name in ("cache", "gpu_locks"):
+        for name in ("cache", "gpu_locks", "profile"):  # the caller's folders the orchestrator writes in
             if v[name]:
                 self.fds[name] = layout.open_owned(v[name], self.peer, group=ORCHESTRATOR_GROUP)
                 if self.root:

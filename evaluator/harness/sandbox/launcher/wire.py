@@ -68,34 +68,19 @@ class Kind:
         object.__setattr__(self, "layout", struct.Struct(fmt))
 
 
+# fmt: off
 LIMITS = (("memory", "u64"), ("fsize", "u64"), ("cpu_seconds", "u64"), ("work_bytes", "u64"), ("work_files", "u64"),
-          ("tmp_bytes", "u64"), ("tmp_files", "u64"))  # fmt: skip
+          ("tmp_bytes", "u64"), ("tmp_files", "u64"))
 KINDS: dict[str, Kind] = {
     # the runner -> the zygote: one evaluation. Descriptors: its channel, its log, its life socket, [its go pipe]
-    "START": Kind(
-        1,
-        (
-            ("work", "path"),
-            ("python", "path"),
-            ("cache", "path"),
-            ("gpu_locks", "path"),
-            ("bwrap", "path"),
-            ("user", "name"),
-            ("mode", "name"),
-            ("env", "env"),
-            ("cuda", "flag"),
-            ("require", "flag"),
-            ("confine", "flag"),
-            ("standby", "flag"),
-            ("keep", "flag"),
-            *LIMITS,
-        ),
-        (3, 4),
-    ),  # fmt: skip
+    "START": Kind(1, (("work", "path"), ("python", "path"), ("cache", "path"), ("gpu_locks", "path"),
+                      ("profile", "path"), ("bwrap", "path"), ("user", "name"), ("mode", "name"), ("env", "env"),
+                      ("cuda", "flag"), ("require", "flag"), ("confine", "flag"), ("standby", "flag"),
+                      ("keep", "flag"), *LIMITS), (3, 4)),
     # the launcher -> the runner, on the life socket
     "STARTED": Kind(2, (("pid", "u32"),)),
     "FAILED": Kind(3, (("reason", "line"),)),
-    "EXITED": Kind(4, (("status", "i32"),)),  # the orchestrator's wait status (-1: unknown)
+    "EXITED": Kind(4, (("status", "i32"),)),  # the orchestrator's exit code (minus its signal; -1: unknown)
     # the orchestrator -> the launcher
     "HELLO": Kind(10),
     "PAIR": Kind(11),
@@ -105,34 +90,11 @@ KINDS: dict[str, Kind] = {
     "BUILD": Kind(15, (("fresh", "flag"),)),
     "PIN": Kind(16, (("cpu", "u16"),)),
     # the launcher -> the orchestrator
-    "SETUP": Kind(
-        20,
-        (
-            ("mode", "name"),
-            ("reason", "line"),
-            ("cand_uid", "i32"),
-            ("cand_gid", "i32"),
-            ("launcher_pid", "u32"),
-            ("privileged", "flag"),
-            ("mounted", "flag"),
-            ("cache", "flag"),
-            *LIMITS,
-        ),
-        (2, 3),
-    ),  # fmt: skip  # descriptors: the work disk, the tmp disk, [the cache]
-    "PAIRED": Kind(
-        21,
-        (
-            ("ref_pid", "u32"),
-            ("cand_pid", "u32"),
-            ("handover_fd", "i32"),
-            ("cgroup", "line"),
-            ("ref_cgroup", "line"),
-            ("cand_cgroup", "line"),
-            ("nproc", "u64"),
-        ),
-        (8, 8),
-    ),  # fmt: skip
+    "SETUP": Kind(20, (("mode", "name"), ("reason", "line"), ("cand_uid", "i32"), ("cand_gid", "i32"),
+                       ("launcher_pid", "u32"), ("privileged", "flag"), ("mounted", "flag"), ("cache", "flag"),
+                       *LIMITS), (2, 3)),  # descriptors: the work disk, the tmp disk, [the cache]
+    "PAIRED": Kind(21, (("ref_pid", "u32"), ("cand_pid", "u32"), ("handover_fd", "i32"), ("cgroup", "line"),
+                        ("ref_cgroup", "line"), ("cand_cgroup", "line"), ("nproc", "u64")), (8, 8)),
     "STATUS": Kind(22, (("exited", "flag"), ("status", "i32"))),
     "STRAYS": Kind(23, (("count", "u32"),)),
     "FD": Kind(24, (), (1, 1)),
@@ -140,6 +102,7 @@ KINDS: dict[str, Kind] = {
     "DONE": Kind(26),
     "REFUSED": Kind(27, (("reason", "line"),)),
 }
+# fmt: on
 BY_CODE = {kind.code: name for name, kind in KINDS.items()}
 
 
