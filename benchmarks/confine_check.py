@@ -30,7 +30,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     args = parser.parse_args()
-    watch = Watch(every=0.5)
+    work_root = Path(tempfile.mkdtemp(prefix="kbv-confine-check-"))
+    watch = Watch(work_root, every=0.5)
     watch.start()
     done: dict = {}
     run = threading.Thread(target=lambda: done.update(record=run_evaluation(
@@ -38,7 +39,7 @@ def main() -> int:
         kernel_source=KERNEL,
         device=args.device,
         timeout=300,
-        work_root=Path(tempfile.mkdtemp(prefix="kbv-confine-check-")),
+        work_root=work_root,
         options={"quick": True},
     )))  # fmt: skip
     run.start()

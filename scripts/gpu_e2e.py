@@ -27,6 +27,7 @@ import os
 import re
 import secrets
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"bundle: {len(files)} kernels, {len({k[:2] for k in files})} problems, {bundle_path}")
         upload_wall = utcnow()
         t0 = time.monotonic()
-        watch = Watch()  # who runs as whom while the evaluations run (uids and capabilities from /proc)
+        watch = Watch(var)  # who runs as whom while the evaluations run (uids and capabilities from /proc)
         watch.start()
         client = subprocess.run(
             [
@@ -219,13 +220,10 @@ def main(argv: list[str] | None = None) -> int:
         finished = [t for r in rows if r["finished_at"] and (t := parse_time(r["finished_at"])) is not None]
         last = max(finished, default=None)
         fixture_name = args.fixture_name or f"{hardware}_e2e.json"
-        exported = json.loads(
-            dep.manage(
-                "shell", "-c", EXPORT.format(submission=submission_id, label=label, path=str(args.out / fixture_name))
-            )
-            .strip()
-            .splitlines()[-1]
-        )
+        # written in VAR_DIR (the app's: manage.py runs as its service user when started as root), then moved here
+        export = EXPORT.format(submission=submission_id, label=label, path=str(var / fixture_name))
+        exported = json.loads(dep.manage("shell", "-c", export).strip().splitlines()[-1])
+        shutil.copyfile(var / fixture_name, args.out / fixture_name)
         statuses: dict[str, int] = {}
         for r in rows:
             name = r["result_status"] or r["status"]

@@ -5,6 +5,7 @@ writes the table into its record; benchmarks/confine_check.py prints it for one 
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -31,20 +32,41 @@ def role(argv: list[bytes]) -> str | None:
     return None
 
 
-def snapshot() -> list[dict[str, Any]]:
-    """One row per process of a product role: pid, role, uid (real, effective), capabilities, no_new_privs."""
-    rows = []
+def _ours(entry: Path, root: Path) -> bool:
+    """Whether a process belongs to this deployment: it works in `root` (an orchestrator, a worker) or was started
+    with it as VAR_DIR (the web server, a Celery worker); a launcher counts through the processes it started."""
+    try:
+        if os.readlink(entry / "cwd").startswith(f"{root}/"):
+            return True
+        return f"VAR_DIR={root}".encode() in (entry / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def snapshot(root: Path) -> list[dict[str, Any]]:
+    """One row per process of a product role that belongs to the deployment whose VAR_DIR (or work root) is `root`,
+    and per launcher above one: pid, role, uid (real, effective), capabilities, no_new_privs."""
+    rows, launchers = [], set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
             found = role(argv)
-            if found is None:
+            if found is None or (found != "launcher" and not _ours(entry, root)):
                 continue
             status = dict(line.split(":", 1) for line in (entry / "status").read_text().splitlines() if ":" in line)
         except OSError:
             continue
+        if found in ("orchestrator", "reference worker", "candidate worker (bwrap)"):
+            launchers.add(_parent(int(entry.name)))
         effective = int(status["CapEff"].strip(), 16)
         names = [CAPS.get(bit, f"cap{bit}") for bit in range(64) if effective >> bit & 1]
         uids = status["Uid"].split()
@@ -58,28 +80,33 @@ def snapshot() -> list[dict[str, Any]]:
                             int(status["CapBnd"].strip(), 16).bit_count(),
             "no_new_privs": status.get("NoNewPrivs", "").strip() == "1",
         })  # fmt: skip
+    launchers |= {_parent(pid) for pid in launchers}  # the zygote above each evaluation's launcher
+    rows = [r for r in rows if r["role"] != "launcher" or r["pid"] in launchers]
     return sorted(rows, key=lambda r: (r["role"], r["pid"]))
 
 
 class Watch(threading.Thread):
-    """Samples snapshot() every `every` seconds until stopped; keeps one row per (role, uid, capabilities)."""
+    """Samples snapshot() every `every` seconds until stopped; the last row seen of each process (a Celery worker is
+    root for the moment before its drop), then one row per (role, uid, capabilities)."""
 
-    def __init__(self, every: float = 2.0) -> None:
+    def __init__(self, root: Path, every: float = 2.0) -> None:
         super().__init__(daemon=True, name="process-watch")
+        self.root = root
         self.every = every
-        self.rows: dict[tuple[str, int, str], dict[str, Any]] = {}
+        self.rows: dict[int, dict[str, Any]] = {}
         self._stop_event = threading.Event()
 
     def run(self) -> None:
         while not self._stop_event.is_set():
-            for row in snapshot():
-                self.rows.setdefault((row["role"], row["uid"], str(row["capabilities"])), row)
+            for row in snapshot(self.root):
+                self.rows[row["pid"]] = row
             self._stop_event.wait(self.every)
 
     def stop(self) -> list[dict[str, Any]]:
         self._stop_event.set()
         self.join(10)
-        return sorted(self.rows.values(), key=lambda r: (r["role"], r["uid"]))
+        kinds = {(r["role"], r["uid"], str(r["capabilities"])): r for r in self.rows.values()}
+        return sorted(kinds.values(), key=lambda r: (r["role"], r["uid"]))
 
 
 def table(rows: list[dict[str, Any]]) -> list[str]:
