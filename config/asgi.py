@@ -1,6 +1,10 @@
 import os
 
-from django.core.asgi import get_asgi_application
+from evaluator.service_user import drop_privileges
+
+drop_privileges("asgi")  # an ASGI server's process started as root: the service user before the app loads
+
+from django.core.asgi import get_asgi_application  # noqa: E402 - after the drop
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_asgi_application()

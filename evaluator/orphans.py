@@ -1,9 +1,10 @@
-"""Orphans: harnesses whose caller died (kill -9 of a Celery worker).
+"""Orphans: evaluations whose caller died (kill -9 of a Celery worker).
 
-The harness leads its own session, so it survives its caller unless told otherwise: it gets PR_SET_PDEATHSIG
-(SIGKILL when the thread that started it ends), its workers get the same from it, and each work folder names its
-owner (host, pid and start time of the caller, harness process group) in harness/owner.json, which
-`orphans_remove` (the reaper, and every worker at start) uses to kill what is left and remove the folder.
+An evaluation's launcher (evaluator/harness/sandbox/launcher/) holds a life socket to its caller: when the caller
+dies, the launcher kills and reaps everything of the evaluation and removes its own folders. What is left is the
+caller's: each work folder names its owner (host, pid and start time of the caller, the launcher's process group) in
+harness/owner.json, which `orphans_remove` (the reaper, and every worker at start) uses to kill what it may and
+remove the folder, without recursion and without following a link.
 
 Part of the runner (stdlib only, no Django); `orphans_remove` is also the reaper's and a starting worker's.
 """
@@ -13,26 +14,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 from pathlib import Path
 from typing import Any
 
-PR_SET_PDEATHSIG = 1
+from evaluator.harness.sandbox.beneath import open_trusted_dir, remove_tree
+
 OWNER_FILE = "owner.json"
-try:
-    import ctypes
-
-    _prctl: Any = ctypes.CDLL(None, use_errno=True).prctl
-except (OSError, AttributeError):  # not Linux
-    _prctl = None
-
-
-def die_with_parent() -> None:
-    """preexec_fn of the harness: SIGKILL it when its caller dies (only a system call: safe after fork)."""
-    if _prctl is not None:
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def start_time(pid: int) -> str | None:
@@ -89,10 +78,17 @@ def orphans_remove(work_root: Path) -> list[str]:
         for pid in _processes_under(folder):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_work(folder)
         if not folder.exists():
             removed.append(folder.name)
     return removed
+
+
+def remove_work(work: Path) -> None:
+    """Remove an evaluation's folder without recursion and without following a link (beneath.remove_tree): a
+    kernel's tree may be in it."""
+    with contextlib.suppress(OSError), open_trusted_dir(work.parent) as parent:
+        remove_tree(parent, work.name)
 
 
 def kill_group(pid: int) -> None:

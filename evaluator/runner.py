@@ -1,8 +1,9 @@
-"""The Django side of the harness boundary: a private work directory, a scrubbed environment, a spawn of
-`python -m evaluator.harness` in its own session, a hard timeout, and the result record read from a pipe.
+"""The Django side of the harness boundary: a private work directory, the evaluation started under its launcher
+(evaluator/harness/sandbox/launching.py: the privileged launcher starts `python -m evaluator.harness`, the
+orchestrator, as a uid of its own), a hard timeout, and the result record read from a pipe.
 
-Imports only the stdlib, `evaluator.harness.protocol` and `evaluator.orphans` (no Django, no torch), so Celery
-workers stay CUDA-free.
+Imports only the stdlib, `evaluator.harness.protocol`, the harness's launching module and `evaluator.orphans` (no
+Django, no torch), so Celery workers stay CUDA-free and this process never needs a privilege of its own.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import contextlib
 import json
 import os
 import select
-import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -24,14 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.harness.protocol import ENV_PASSTHROUGH, Options, Record, Spec, shorten, validate_result
-from evaluator.harness.sandbox.confine import confine
-from evaluator.harness.sandbox.confine import wanted as confine_wanted
-from evaluator.harness.sandbox.namespaces import BWRAP_VAR, MODE_VAR, REQUIRE_VAR
-from evaluator.harness.sandbox.privileges import ENV_VAR as SANDBOX_USER_VAR
+from evaluator.harness.sandbox.disk import TMP_DISK, WORK_DISK
+from evaluator.harness.sandbox.launching import Launched, Request, launch, limits
+from evaluator.harness.sandbox.namespaces import REQUIRE_VAR
 from evaluator.orphans import (  # noqa: F401  (orphans_remove: also runner.orphans_remove for the worker at start)
-    die_with_parent,
-    kill_group,
     orphans_remove,
+    remove_work,
     start_time,
     write_owner,
 )
@@ -42,32 +39,6 @@ GRACE_SECONDS = 30.0  # the harness enforces `timeout` itself; this is the backs
 
 class InfraError(Exception):
     """The evaluation could not run for reasons that are not the kernel's fault (retry it)."""
-
-
-def _confined_harness() -> None:
-    """preexec_fn of the harness as root: die with the caller, then its own network and few capabilities."""
-    die_with_parent()
-    confine()
-
-
-SANDBOX_VARS = (MODE_VAR, REQUIRE_VAR, BWRAP_VAR)  # namespaces.py: which sandbox, whether it is required, bwrap
-
-
-def _harness_env(home: Path) -> dict[str, str]:
-    """Built from scratch: never SECRET_KEY, DATABASE_URL, CELERY_BROKER_URL or DJANGO_SETTINGS_MODULE."""
-    env = {key: os.environ[key] for key in ENV_PASSTHROUGH if key in os.environ}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env.update(
-        HOME=str(home),
-        PYTHONPATH=str(REPO_ROOT),
-        PYTHONDONTWRITEBYTECODE="1",
-        PYTHONUNBUFFERED="1",
-        PYTHONNOUSERSITE="1",
-    )
-    for name in (SANDBOX_USER_VAR, *SANDBOX_VARS):  # for the orchestrator only; workers never get them
-        if name in os.environ:
-            env[name] = os.environ[name]
-    return env
 
 
 def _timeout_record(timeout: float) -> dict[str, Any]:
@@ -161,7 +132,8 @@ class _Config:
 
 
 class _Harness:
-    """One `python -m evaluator.harness` process in its own session, with its private work directory."""
+    """One evaluation under its launcher (the orchestrator, `python -m evaluator.harness`, and its workers), with its
+    private work directory."""
 
     def __init__(self, config: _Config, *, master: str = "") -> None:
         self.config = config
@@ -169,15 +141,17 @@ class _Harness:
         try:
             self._create(config, master)
         except OSError:
-            shutil.rmtree(self.work, ignore_errors=True)
+            remove_work(self.work)
             raise
-        self.proc: subprocess.Popen | None = None
+        self.launched: Launched | None = None
         self.read_fd = -1
         self.go_fd = -1
 
     def _create(self, config: _Config, master: str) -> None:
         (self.work / "harness").mkdir(parents=True)
-        os.chmod(self.work / "harness", 0o700)  # spec and log: not for the kernel (it may be another user)
+        os.chmod(self.work / "harness", 0o700)  # spec and log: the launcher shares them with the orchestrator alone
+        for disk in (WORK_DISK, TMP_DISK):  # the kernel's disks' mount points (sandbox/disk.py)
+            (self.work / disk).mkdir()
         self.problem = self.work / "harness" / "problem.py"
         self.kernel = self.work / "harness" / "kernel.py"
         self.log_path = self.work / "harness" / "harness.log"
@@ -192,48 +166,53 @@ class _Harness:
             options=config.options | ({"seeds": master} if master else {}),
         )
         self.spec_path = self.work / "harness" / "spec.json"
-        self.spec_path.write_text(self.spec.to_json())
+        _write(self.spec_path, self.spec.to_json())
         write_owner(self.work)
 
     def write_sources(self, problem_source: str, kernel_source: str) -> None:
-        self.problem.write_text(problem_source)
-        self.kernel.write_text(kernel_source)
+        _write(self.problem, problem_source)
+        _write(self.kernel, kernel_source)
+
+    def _request(self) -> Request:
+        config, opts = self.config, Options.build(self.config.options)
+        for folder in (config.compile_cache_dir, opts.gpu_lock_dir, opts.profile_dir):  # the launcher shares them
+            if folder:  # with the orchestrators' group
+                os.makedirs(folder, exist_ok=True)
+        return Request(
+            work=str(self.work.absolute()),
+            python=config.python,
+            cuda=config.device.startswith("cuda"),
+            limits=limits(opts, config.timeout),
+            cache=str(Path(config.compile_cache_dir).absolute()) if config.compile_cache_dir else "",
+            gpu_locks=str(Path(opts.gpu_lock_dir).absolute()) if opts.gpu_lock_dir else "",
+            profile=str(Path(opts.profile_dir).absolute()) if opts.profile_dir else "",
+            require=config.env.get(REQUIRE_VAR) == "True",
+            keep=opts.keep_workdir,
+            env=config.env,
+        )
 
     def spawn(self, *, standby: bool) -> None:
         read_fd, write_fd = os.pipe()
-        fds = [write_fd]
-        command = [self.spec.python, "-m", "evaluator.harness", "--spec", str(self.spec_path)]
-        command += ["--channel-fd", str(write_fd)]
+        go_r = -1
         if standby:
             go_r, self.go_fd = os.pipe()
-            fds.append(go_r)
-            command += ["--go-fd", str(go_r)]
-        confined = confine_wanted()
         try:
             with open(self.log_path, "wb") as log:
-                self.proc = subprocess.Popen(  # our own harness module
-                    command,
-                    cwd=self.work / "harness",
-                    env=_harness_env(self.work / "harness") | self.config.env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                    pass_fds=tuple(fds),
-                    start_new_session=True,
-                    # system calls only: safe after fork (harness/confine.py)
-                    preexec_fn=_confined_harness if confined else die_with_parent,
-                )
-        except subprocess.SubprocessError as exc:  # the confinement failed in the child: never run unconfined
-            raise OSError(f"cannot start the harness confined ({exc}); KBV_CONFINE=off runs it unconfined") from exc
+                go = go_r if standby else None
+                self.launched = launch(self._request(), channel=write_fd, log=log.fileno(), go=go)
+        except BaseException:
+            os.close(read_fd)
+            raise
         finally:
-            for fd in fds:
-                os.close(fd)
+            for fd in (write_fd, go_r):
+                if fd >= 0:
+                    os.close(fd)
         self.read_fd = read_fd
         with contextlib.suppress(OSError):
-            write_owner(self.work, pgid=self.proc.pid, pgid_start=start_time(self.proc.pid))
+            write_owner(self.work, pgid=self.launched.pid, pgid_start=start_time(self.launched.pid))
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.launched is not None and not self.launched.ended()
 
     def go(self, master: str = "") -> None:
         """Start the parked evaluation; `master` (64 hex digits, or none) is the seed its secret seeds derive from."""
@@ -243,9 +222,8 @@ class _Harness:
 
     def collect(self) -> dict:
         """Read events until the harness ends or overruns; return its record (see run_evaluation)."""
-        assert self.proc is not None
-        spec, proc, read_fd = self.spec, self.proc, self.read_fd
-        worker_pids: list[int] = []
+        assert self.launched is not None
+        spec, read_fd = self.spec, self.read_fd
         events: list[dict[str, Any]] = []
         buffer = b""
         deadline = time.monotonic() + spec.timeout + GRACE_SECONDS
@@ -270,20 +248,13 @@ class _Harness:
                     except ValueError:
                         continue
                     events.append(event)
-                    if (pid := _worker_pid(event)) is not None:
-                        worker_pids.append(pid)
                     if event.get("event") == "gpu_wait" and isinstance(event.get("seconds"), int | float):
                         deadline += max(0.0, float(event["seconds"]))  # queued behind other evaluations' timing
         finally:
             os.close(read_fd)
             self.read_fd = -1
-            kill_group(proc.pid)
-            for pid in worker_pids:  # workers lead their own sessions: kill each group too
-                kill_group(pid)
-            try:
-                code: int | None = proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                code = None
+            # the launcher kills and reaps everything of the evaluation, then says how the orchestrator ended
+            code = self.launched.finish(abort=timed_out)
         if timed_out:
             return _timeout_record(spec.timeout)
         return _record_from(events, code, self.log_path)
@@ -293,33 +264,22 @@ class _Harness:
         if self.go_fd >= 0:
             os.close(self.go_fd)
             self.go_fd = -1
-        if self.proc is not None:
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                kill_group(self.proc.pid)
-                self.proc.wait(timeout=10)
+        if self.launched is not None:
+            self.launched.finish(abort=False, timeout=20)  # past it: our end closed, which ends it too
         if self.read_fd >= 0:
-            os.set_blocking(self.read_fd, False)
-            with contextlib.suppress(OSError):  # the workers' pids, in case the harness did not end them
-                for line in os.read(self.read_fd, 1 << 20).splitlines():
-                    with contextlib.suppress(ValueError):
-                        if (pid := _worker_pid(json.loads(line))) is not None:
-                            kill_group(pid)
             os.close(self.read_fd)
             self.read_fd = -1
         self.cleanup(keep=False)
 
     def cleanup(self, *, keep: bool) -> None:
         if not keep:
-            shutil.rmtree(self.work, ignore_errors=True)
+            remove_work(self.work)
 
 
-def _worker_pid(event: Any) -> int | None:
-    """The pid a harness "worker" event announces (workers lead their own sessions: their groups are killed too)."""
-    if isinstance(event, dict) and event.get("event") == "worker" and isinstance(event.get("pid"), int):
-        return event["pid"]
-    return None
+def _write(path: Path, text: str) -> None:
+    """A new file of the runner's, readable by the group the launcher gives its folder (the orchestrator's)."""
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o640), "w") as fh:
+        fh.write(text)
 
 
 def _record_from(events: list[dict[str, Any]], code: int | None, log_path: Path) -> dict:

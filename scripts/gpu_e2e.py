@@ -27,6 +27,7 @@ import os
 import re
 import secrets
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,6 +44,7 @@ from e2e.bundle import KERNEL_FILES, build_bundle, bundle_files
 from e2e.collect import collect, machine_facts, median
 from e2e.common import DEMO_DIR, OUT_FILES, PROBLEMS_JSONL, REPO, free_port, log, parse_time, utcnow
 from e2e.install import install
+from e2e.processes import Watch
 from e2e.report import benchmark_comparison, markdown
 from e2e.stack import EXPORT, IMPORT_DEMO, SETUP_USER, Deployment
 
@@ -168,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         log(f"bundle: {len(files)} kernels, {len({k[:2] for k in files})} problems, {bundle_path}")
         upload_wall = utcnow()
         t0 = time.monotonic()
+        watch = Watch(var)  # who runs as whom while the evaluations run (uids and capabilities from /proc)
+        watch.start()
         client = subprocess.run(
             [
                 py,
@@ -201,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             timeout=args.timeout + 120,
         )
         client_wait = round(time.monotonic() - t0, 1)
+        processes = watch.stop()
         print(client.stdout, flush=True)
         match = re.search(r"^submission (\d+):", client.stdout, re.M)
         if client.returncode not in (0, 3):  # 3: not every kernel passed; 2 after --timeout: record what finished
@@ -215,13 +220,10 @@ def main(argv: list[str] | None = None) -> int:
         finished = [t for r in rows if r["finished_at"] and (t := parse_time(r["finished_at"])) is not None]
         last = max(finished, default=None)
         fixture_name = args.fixture_name or f"{hardware}_e2e.json"
-        exported = json.loads(
-            dep.manage(
-                "shell", "-c", EXPORT.format(submission=submission_id, label=label, path=str(args.out / fixture_name))
-            )
-            .strip()
-            .splitlines()[-1]
-        )
+        # written in VAR_DIR (the app's: manage.py runs as its service user when started as root), then moved here
+        export = EXPORT.format(submission=submission_id, label=label, path=str(var / fixture_name))
+        exported = json.loads(dep.manage("shell", "-c", export).strip().splitlines()[-1])
+        shutil.copyfile(var / fixture_name, args.out / fixture_name)
         statuses: dict[str, int] = {}
         for r in rows:
             name = r["result_status"] or r["status"]
@@ -241,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             "prestart": prestart,
             "facts": facts,
             "environment": got["environment"],
+            "processes": processes,
             "steps": steps,
             "bundle": {"mode": args.bundle, "sha256": sha, "kernels": len(files), "file": bundle_path.name},
             "submission": {

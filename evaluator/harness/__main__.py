@@ -10,10 +10,10 @@ problem and kernel files are in place by then), or "go MASTER" with the master s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -23,8 +23,10 @@ from evaluator.harness import seeds
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.orchestrator import reproduce
 from evaluator.harness.orchestrator.evaluation import evaluate
-from evaluator.harness.protocol import Spec, result_to_json
+from evaluator.harness.protocol import Options, Spec, result_to_json
+from evaluator.harness.sandbox.beneath import open_trusted_dir, remove_tree
 from evaluator.harness.sandbox.hardening import make_undumpable
+from evaluator.harness.sandbox.launching import Request, limits, run_to_end
 
 
 def _summary(record: dict[str, Any]) -> str:
@@ -89,6 +91,49 @@ def _channel_main(spec_path: str, fd: int, go_fd: int | None = None) -> int:
     return 0
 
 
+def _under_launcher(work: Path, args: argparse.Namespace, options: dict[str, Any]) -> dict[str, Any]:
+    """One evaluation the way the runner starts them: the orchestrator under the launcher (sandbox/launching.py),
+    its events read from the channel; the record, or HarnessInfraError with why not."""
+    harness = work / "harness"
+    harness.mkdir(mode=0o700)
+    spec = Spec(
+        problem_path=str(harness / "problem.py"),
+        kernel_path=str(harness / "kernel.py"),
+        device=args.device,
+        timeout=args.timeout,
+        work_dir=str(work),
+        compile_cache_dir=str(Path(args.compile_cache).absolute()) if args.compile_cache else "",
+        python=sys.executable,
+        options=options,
+    )
+    Path(spec.problem_path).write_text(Path(args.problem).read_text())  # copies the orchestrator's uid may read
+    Path(spec.kernel_path).write_text(Path(args.kernel).read_text())
+    (harness / "spec.json").write_text(spec.to_json())
+    opts = Options.build(options)
+    for folder in (spec.compile_cache_dir, opts.gpu_lock_dir, opts.profile_dir):  # shared by the launcher
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+    request = Request(
+        work=str(work.absolute()),
+        python=sys.executable,
+        cuda=args.device == "cuda",
+        limits=limits(opts, args.timeout),
+        cache=spec.compile_cache_dir,
+        gpu_locks=str(Path(opts.gpu_lock_dir).absolute()) if opts.gpu_lock_dir else "",
+        profile=str(Path(opts.profile_dir).absolute()) if opts.profile_dir else "",
+        keep=opts.keep_workdir,
+    )
+    events = run_to_end(request, harness / "harness.log", timeout=args.timeout + 30)
+    for event in events:
+        record = event.get("record")
+        if event.get("event") == "result" and isinstance(record, dict):
+            return record
+        if event.get("event") == "infra_error":
+            raise HarnessInfraError(str(event.get("message")))
+    tail = (harness / "harness.log").read_text(errors="replace")[-800:] if (harness / "harness.log").exists() else ""
+    raise HarnessInfraError(f"the harness ended without a record: {tail}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evaluator.harness", description=__doc__.splitlines()[0])
     parser.add_argument("problem", nargs="?")
@@ -135,26 +180,16 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             parser.error(str(exc))
     work = Path(tempfile.mkdtemp(prefix="kbv-eval-", dir=args.work_root or None))
-    spec = Spec(
-        problem_path=str(Path(args.problem).resolve()),
-        kernel_path=str(Path(args.kernel).resolve()),
-        device=args.device,
-        timeout=args.timeout,
-        work_dir=str(work),
-        compile_cache_dir=args.compile_cache,
-        python=sys.executable,
-        options=options,
-    )
     try:
-        record = evaluate(spec)
-        assert record is not None  # no standby here
+        record = _under_launcher(work, args, options)
         line = result_to_json(record)  # checked first: a record of another shape is our bug, never printed
-    except HarnessInfraError as exc:
+    except (HarnessInfraError, OSError) as exc:
         print(f"infrastructure error: {exc}", file=sys.stderr)
         return 3
     finally:
         if not options.get("keep_workdir"):
-            shutil.rmtree(work, ignore_errors=True)
+            with contextlib.suppress(OSError), open_trusted_dir(work.parent) as parent:
+                remove_tree(parent, work.name)
     print(line if args.json else _summary(record))
     if args.compare and record is not None:
         # A record, the API's evaluation detail ("result") or a dataset row ("record").

@@ -42,7 +42,10 @@ class DeviceLock:
     def _open(self, path: Path) -> int:
         """Lock files every evaluation may flock, whatever uid its orchestrator runs as."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        except PermissionError:  # another uid's, not yet opened up: flock needs no write access
+            return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         with contextlib.suppress(OSError):
             os.fchmod(fd, 0o666)
         return fd

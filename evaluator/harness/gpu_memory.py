@@ -53,7 +53,10 @@ class Admission:
 
 def _open_shared_file(path: Path) -> int:
     """A lock file every evaluation's process may flock, whatever uid it runs as (0o666, umask aside)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except PermissionError:  # another uid's, not yet opened up: flock needs no write access
+        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     with contextlib.suppress(OSError):
         os.fchmod(fd, 0o666)
     return fd

@@ -9,6 +9,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from evaluator.harness.environ import ENV_PASSTHROUGH
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.record import (
     CHECK_NAMES,
@@ -28,8 +29,9 @@ from evaluator.harness.record import (
     finite_json,
 )
 
-__all__ = [  # the record type's names, re-exported for callers of this module
+__all__ = [  # the record type's names and the environment's allow-list, re-exported for callers of this module
     "CHECK_NAMES",
+    "ENV_PASSTHROUGH",
     "DISTRIBUTIONS",
     "HARNESS_VERSION",
     "KNOWN_CHECKS",
@@ -44,20 +46,6 @@ __all__ = [  # the record type's names, re-exported for callers of this module
     "TimingSide",
 ]
 
-# Variables a harness process may inherit: tool locations and GPU selection only, never credentials or Django settings.
-ENV_PASSTHROUGH = (
-    "PATH",
-    "LD_LIBRARY_PATH",
-    "CUDA_HOME",
-    "CUDA_PATH",
-    "CUDA_VISIBLE_DEVICES",
-    "TORCH_CUDA_ARCH_LIST",
-    "MAX_JOBS",
-    "NCCL_NVLS_ENABLE",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-    "NVSHMEM_DISABLE_NVLS",
-    "LANG",
-)
 
 # A failed hard check means the kernel tried to cheat the harness (or cannot be trusted): status "rejected".
 HARD_CHECKS = frozenset(
@@ -159,16 +147,23 @@ class Options:
     gpu_memory_budget_fraction: float = 0.9
     gpu_memory_reserve_mb: float = 0.0
     paper_loop: bool = False  # also time KernelBench's fixed no-flush loop on both sides, for comparison only
-    tmp_mb: int = 1024  # size of each of the sandbox's private tmpfs: /tmp, /var/tmp, /dev/shm
-    work_dir_mb: int = 8192  # bytes the kernel may keep in its work folder (outputs, its extension builds)
-    # The compile cache keeps at most this much of one kernel's build products, and at most compile_cache_max_mb in
-    # all (least recently used entries go first: compile_cache.evict).
+    # The kernel's disks (sandbox/disk.py), each a filesystem with a hard cap on bytes and on files and folders:
+    # its work folder (outputs in io/, its extension builds) and its /tmp, /var/tmp and /dev/shm together.
+    work_dir_mb: int = 8192
+    work_dir_files: int = 50_000
+    tmp_mb: int = 1024
+    tmp_files: int = 50_000
+    # The compile cache keeps at most this much of one kernel's build products (bytes, and files and folders), and
+    # at most compile_cache_max_mb and compile_cache_max_files in all (least recently used entries go first:
+    # compile_cache.evict).
     compile_cache_entry_mb: int = 512
+    compile_cache_entry_files: int = 4096
     compile_cache_max_mb: int = 16384
     # Build the kernel from its source, neither reading nor filling the compile cache: a cached build is what an
     # earlier evaluation of the same source left (and its kernel could add to), so re-runs and reproductions, which
     # must be independent evidence, never use it. The record says "not used" (environment.compile_cache).
     build_from_source: bool = False
+    compile_cache_max_files: int = 200_000
     # A candidate call that runs past hang_factor x the reference's slowest step + hang_grace_s is a hang: the
     # evaluation ends as a timeout then (and frees the GPU), not after the whole harness timeout.
     hang_factor: float = 20.0

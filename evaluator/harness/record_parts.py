@@ -140,6 +140,8 @@ class GpuHold(_Part):
     footprint_bytes: int | None = _opt(_opt_int)
     waited_s: float | None = _opt(_opt_num)
     waited_for: str | None = _opt(_opt_text)
+    # which worker commands ran under which hold ("none", "shared", "exclusive"): the timed loops' alone
+    commands: dict[str, dict[str, int]] | None = _opt(_opt_mapping)
 
 
 @dataclass

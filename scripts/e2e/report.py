@@ -7,6 +7,7 @@ from typing import Any
 
 from .collect import median, phase_figures
 from .common import BENCH_RESULTS, REPO
+from .processes import table
 
 
 def benchmark_comparison(keys: set[str]) -> dict[str, Any]:
@@ -76,6 +77,10 @@ def markdown(record: dict[str, Any]) -> str:
             f"{num(r['celery_wall_s'])} | {num(r['total_s'])} | {num(r['overhead_s'])} |"
         )
     lines += [
+        "",
+        "## Who ran as whom (/proc, sampled during the upload)",
+        "",
+        *table(record.get("processes") or []),
         "",
         "## Leaderboard rows (`/api/leaderboard/`)",
         "",

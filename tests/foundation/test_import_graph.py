@@ -14,9 +14,10 @@ counts as an import of the module `pkg.name` when that is a module, else of `pkg
 
    - harness: the evaluation itself, run in subprocesses; imports nothing else of the evaluator (its own folders'
      rules are in tests/harness/test_import_boundary.py);
-   - values, host, orphans, hardware, results_version, webhook_addresses, verdict_label: plain helpers (finite JSON
-     values, the host's driver, processes left behind, hardware labels, the cache counter that boards key on, which
-     addresses a webhook may call, the one-line verdict of an evaluation);
+   - values, host, orphans, hardware, results_version, webhook_addresses, verdict_label, service_user: plain
+     helpers (finite JSON values, the host's driver, processes left behind, hardware labels, the cache counter that
+     boards key on, which addresses a webhook may call, the one-line verdict of an evaluation, the app's processes
+     dropping root before the app is imported);
    - audit, runner: the static audit's rules and the LLM judges (no models); the runner that starts the harness;
    - models;
    - selectors, dataset, enqueue, record_projection: reads, the published dataset, sending a task by its name, and the
@@ -45,7 +46,7 @@ SKIPPED = ("migrations", "leaderboard/demo/problems")  # migrations are generate
 
 EVALUATOR_LAYERS: list[set[str]] = [  # bottom to top: the first part of the module name below `evaluator.`
     {"harness"},
-    {"values", "host", "orphans", "hardware", "results_version", "webhook_addresses", "verdict_label"},
+    {"values", "host", "orphans", "hardware", "results_version", "webhook_addresses", "verdict_label", "service_user"},
     {"audit", "runner"},
     {"models"},
     {"selectors", "dataset", "enqueue", "record_projection"},

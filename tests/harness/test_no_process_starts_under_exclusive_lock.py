@@ -17,11 +17,8 @@ import pytest
 
 from evaluator.harness.commands import Command
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
-from evaluator.harness.orchestrator import clients
 from evaluator.harness.orchestrator.evaluation import EvaluationRun
 from evaluator.harness.protocol import Spec
-from evaluator.orphans import write_owner
-from tests.harness.conftest import source
 
 
 def _taken_elsewhere(locks: Path, key: str = "cpu", mode: str = "exclusive", wait: float = 0.2) -> bool:
@@ -51,12 +48,12 @@ def test_a_hold_inside_another_gives_it_back_for_the_block_and_takes_it_again(tm
         assert holds.mode == "exclusive" and _taken_elsewhere(locks, mode="shared")
         with holds.hold("shared"):  # a re-check in a pause of the timed loops: others may run, nobody times
             assert holds.mode == "shared"
-            with holds.command():  # the device is taken shared for each worker command
+            with holds.command(Command.RUN):  # the device is taken shared for each worker command
                 assert not _taken_elsewhere(locks, mode="shared") and _taken_elsewhere(locks, mode="exclusive")
             # between commands nothing is held: a queued timer waits for one command, not a whole phase
             assert not _taken_elsewhere(locks, mode="exclusive")
         assert holds.mode == "exclusive" and _taken_elsewhere(locks, mode="shared")
-        with holds.command():  # under the exclusive hold a command takes nothing more
+        with holds.command(Command.RUN):  # under the exclusive hold a command takes nothing more
             assert holds.mode == "exclusive"
         with holds.hold("none") as held:  # a process pair's start: nothing held, another timer takes the GPU
             assert held == "none"
@@ -87,47 +84,28 @@ def test_a_block_that_raises_gives_everything_back(tmp_path):
     assert evaluation.gpu.mode == "none" and not _taken_elsewhere(tmp_path / "locks")
 
 
-def _commands_by_hold(tmp_path: Path, monkeypatch, **options: Any) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """A whole CPU evaluation in this process, logging each worker command with the GPU hold it ran under."""
-    harness = tmp_path / "work" / "harness"  # laid out as the runner lays it out (evaluator/runner.py)
-    harness.mkdir(parents=True, mode=0o700)
-    (harness / "problem.py").write_text(source("problem", "linear_bn"))
-    (harness / "kernel.py").write_text(source("kernel", "linear_bn_correct"))
-    write_owner(tmp_path / "work")
-    spec = Spec(
-        problem_path=str(harness / "problem.py"), kernel_path=str(harness / "kernel.py"), device="cpu", timeout=300,
-        work_dir=str(tmp_path / "work"), options={"quick": True, "gpu_lock_dir": str(tmp_path / "locks"), **options},
-    )  # fmt: skip
-    evaluation = EvaluationRun(spec, lambda event: None)
-    log: list[tuple[str, str]] = []
-    for client in (clients.ReferenceClient, clients.CandidateClient):
-        original = client._ask
-
-        def ask(self, cmd: Command, *, _original=original, **fields: Any) -> Any:
-            log.append((str(cmd.value if hasattr(cmd, "value") else cmd), evaluation.gpu.mode))
-            return _original(self, cmd, **fields)
-
-        monkeypatch.setattr(client, "_ask", ask)
-    record = evaluation.run()
-    assert record is not None
-    return record, log
-
-
 @pytest.mark.slow
-def test_only_timed_loops_run_under_the_exclusive_hold(tmp_path, monkeypatch):
-    """Every worker command of a CPU evaluation with three process pairs and the lock on, with the hold it ran
-    under: under the exclusive hold only timed blocks and the hand-over of a kept block's outputs; set-up,
-    re-checks, the fresh-input probe and correctness under the shared hold; pair starts under none."""
-    record, log = _commands_by_hold(
-        tmp_path, monkeypatch, process_pairs=3, max_process_pairs=3, launch_bound_pairs=3, pairs_below_ms=1000.0
+def test_only_timed_loops_run_under_the_exclusive_hold(evaluate, tmp_path):
+    """Every worker command of a CPU evaluation with three process pairs and the lock on, counted by the hold it ran
+    under (environment.gpu_hold.commands): under the exclusive hold only timed blocks and the hand-over of a kept
+    block's outputs; set-up, re-checks and the fresh-input probe under the shared hold; pair starts under none."""
+    record = evaluate(
+        "linear_bn",
+        "linear_bn_correct",
+        process_pairs=3,
+        max_process_pairs=3,
+        launch_bound_pairs=3,
+        pairs_below_ms=1000.0,
+        gpu_lock_dir=str(tmp_path / "locks"),
     )
     assert record["status"] == "ok" and record["correct"] is True, record["error"]
-    exclusive = {cmd for cmd, mode in log if mode == "exclusive"}
-    assert exclusive <= {Command.TIME_BLOCK.value, Command.SAVE_KEPT.value}, exclusive
+    commands = record["environment"]["gpu_hold"]["commands"]
+    exclusive = set(commands.get("exclusive", {}))
+    assert exclusive <= {Command.TIME_BLOCK.value, Command.SAVE_KEPT.value}, commands
     assert Command.TIME_BLOCK.value in exclusive
-    by_cmd = {cmd: {mode for c, mode in log if c == cmd} for cmd, _ in log}
     for shared_only in (Command.TIMING_SETUP, Command.RECHECK, Command.FRESH_SETS, Command.TIME_FRESH):
-        assert by_cmd[shared_only.value] == {"shared"}, (shared_only, by_cmd[shared_only.value])
+        assert shared_only.value in commands["shared"], (shared_only, commands)
+        assert all(shared_only.value not in commands.get(mode, {}) for mode in ("none", "exclusive")), commands
     phases, timing = record["phases"], record["timing"]
     assert [s["gpu_hold"] for s in timing["pair_starts"]] == ["none", "none"]
     assert phases["pair_starts_under_exclusive_lock"] == 0

@@ -160,6 +160,14 @@ def _parent(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
+def _launcher_above(pid: int) -> int:
+    while pid > 1:
+        if b"evaluator.harness.sandbox.launcher" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+            break
+        pid = _parent(pid)
+    return pid
+
+
 def test_killing_the_evaluator_leaves_no_kernel_process(tmp_path):
     marker = f"kbv-linger-{uuid.uuid4().hex}"
     with ThreadPoolExecutor(1) as pool:
@@ -180,13 +188,15 @@ def test_killing_the_evaluator_leaves_no_kernel_process(tmp_path):
         if not found:
             ended = pending.result() if pending.done() else None
             pytest.fail(f"the kernel never started its grandchild; the evaluation ended with {ended!r:.2000}")
-        pid = found[0]  # up from the kernel's grandchild to the orchestrator (`python -m evaluator.harness ...`)
-        while pid > 1:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"evaluator.harness" in cmdline and not any(b"_worker" in part for part in cmdline):
+        # Up from the kernel's grandchild to the evaluation's launcher (`python -m evaluator.harness.sandbox.launcher`,
+        # root: it started the kernel's worker and holds everything of the evaluation), killed with no chance to
+        # clean up. (Killing the orchestrator instead is the easy case: the launcher sees it go and ends the rest.)
+        pid = 0
+        for start in found:  # the daemon's first fork exits at once: walk from one still there
+            with contextlib.suppress(OSError):
+                pid = _launcher_above(start)
                 break
-            pid = _parent(pid)
-        assert pid > 1, "no orchestrator above the kernel"
+        assert pid > 1, "no launcher above the kernel"
         os.kill(pid, 9)
         with contextlib.suppress(Exception):  # the runner reports the dead harness as an infrastructure error
             pending.result(timeout=120)

@@ -63,13 +63,18 @@ class Deadline:
         self.at += seconds
 
 
-Gate = Callable[[], AbstractContextManager[None]]  # held around each command (gpu_holds.GpuHolds.command)
+Gate = Callable[[Command], AbstractContextManager[None]]  # held around each command (gpu_holds.GpuHolds.command)
+
+
+def no_gate(cmd: Command) -> AbstractContextManager[None]:
+    """A command that takes nothing of the GPU (no evaluation's holds around it: unit tests, tools)."""
+    return contextlib.nullcontext()
 
 
 class ReferenceClient:
     """The clean reference worker (reference_worker.py)."""
 
-    def __init__(self, worker: Worker, deadline: Deadline, gate: Gate = contextlib.nullcontext) -> None:
+    def __init__(self, worker: Worker, deadline: Deadline, gate: Gate = no_gate) -> None:
         self.worker = worker
         self.deadline = deadline
         self.gate = gate
@@ -77,7 +82,7 @@ class ReferenceClient:
 
     def _ask(self, cmd: Command, **fields: Any) -> Reply:
         try:
-            with self.gate():
+            with self.gate(cmd):
                 started = time.monotonic()
                 reply = self.worker.request({"cmd": cmd, **fields}, self.deadline.left())
             if cmd not in NOT_A_YARDSTICK:
@@ -169,7 +174,7 @@ class CandidateClient:
         *,
         hang_factor: float,
         hang_grace_s: float,
-        gate: Gate = contextlib.nullcontext,
+        gate: Gate = no_gate,
         load_s: float | None = None,
         build_s: float | None = None,
     ) -> None:
@@ -215,7 +220,7 @@ class CandidateClient:
         bound = self.step_bound(cmd)
         allowance = None
         try:
-            with self.gate():  # queueing for the GPU is not the kernel's time: the budget is taken after it
+            with self.gate(cmd):  # queueing for the GPU is not the kernel's time: the budget is taken after it
                 left = self.deadline.left()
                 budget = left if bound.own_s is None else min(left, bound.own_s)
                 if bound.may_build and self.build_limit_s is not None and bound.own_s is not None:

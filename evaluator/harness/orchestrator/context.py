@@ -7,14 +7,13 @@ so what each reads and writes is visible at its call site in evaluation.py. stdl
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from evaluator.harness import seeds as seeds_mod
-from evaluator.harness.orchestrator.clients import CandidateClient, Deadline, Gate, ReferenceClient
+from evaluator.harness.orchestrator.clients import CandidateClient, Deadline, Gate, ReferenceClient, no_gate
 from evaluator.harness.orchestrator.compile_cache import CacheEntry
 from evaluator.harness.protocol import Options, Spec
 from evaluator.harness.sandbox.launch import Folders, Workers
@@ -59,7 +58,7 @@ class Context:
     fresh_times: list[float] = field(default_factory=list)
     # held around each worker command: under the shared GPU hold, the device is taken for one command at a time
     # (gpu_holds.GpuHolds.command), so a timer waits for one command, not for a whole phase, to drain
-    gate: Gate = contextlib.nullcontext
+    gate: Gate = no_gate
 
     def __post_init__(self) -> None:
         self.master_seed = seeds_mod.check(self.opts.seeds) if self.opts.seeds else seeds_mod.draw()

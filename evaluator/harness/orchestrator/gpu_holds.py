@@ -23,11 +23,13 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from evaluator.harness.commands import Command
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
 from evaluator.harness.gpu_memory import MemoryLedger, MemoryTimeout
 from evaluator.harness.orchestrator.context import Context
-from evaluator.harness.sandbox.cpu_pin import CpuLease, general_cpus, pin_group, timing_cpus
+from evaluator.harness.sandbox.cpu_pin import CpuLease, timing_cpus
+from evaluator.harness.sandbox.link import LauncherError
 
 MODES = ("none", "shared", "exclusive")
 # How an out-of-memory failure reads in a worker's reply (torch's OutOfMemoryError, the driver's error code).
@@ -74,6 +76,7 @@ class GpuHolds:
         self.cpu: int | None = None
         self.cpu_why = "not CUDA" if not ctx.cuda else "pin_timing_cpu off"
         self.pinned: dict[str, int] = {}
+        self.commands: dict[str, dict[str, int]] = {}  # hold -> worker command -> how many ran under it
 
     def _key(self) -> str:
         info = self.ctx.info
@@ -110,15 +113,6 @@ class GpuHolds:
             self._exclusive_since = time.monotonic()  # held from here, not while queued
             self._take_timing_cpu()
 
-    def _pin(self, cpus: set[int]) -> dict[str, int]:
-        """Every thread of both workers onto `cpus` (cpu_pin.pin_group); how many threads each had pinned."""
-        workers = self.ctx.workers
-        pids = {
-            "reference": workers.ref.pid if workers.ref else None,
-            "candidate": workers.cand.pid if workers.cand else None,
-        }
-        return {role: pin_group(pid, cpus) for role, pid in pids.items() if pid}
-
     def _take_timing_cpu(self) -> None:
         if not (self.ctx.cuda and self.ctx.opts.pin_timing_cpu):
             return
@@ -132,14 +126,15 @@ class GpuHolds:
             self.cpu_why = "no CPU free to lease"
             return
         self.cpu_why = "both workers on one CPU set aside for timed loops"
-        self.pinned = self._pin({self.cpu})
+        self.pinned = self.ctx.workers.pin(self.cpu)  # by the launcher: the kernel's threads are another user's
 
     def _give_timing_cpu(self) -> None:
         """The workers back on the CPUs outside timed loops, and the timing CPU free for the next timer."""
         if self._lease is None:
             return
         if self._lease.cpu is not None:
-            self._pin(set(general_cpus()))
+            with contextlib.suppress(LauncherError, OSError):  # a pair that ended meanwhile has nothing to move
+                self.ctx.workers.unpin()
         self._lease.release()
         self._lease = None
 
@@ -159,9 +154,12 @@ class GpuHolds:
         self._switch(previous)
 
     @contextlib.contextmanager
-    def command(self) -> Iterator[None]:
+    def command(self, cmd: Command) -> Iterator[None]:
         """Around one worker command: under the shared hold, the device is taken shared for the command only;
-        under the exclusive hold it is already held; with no hold, nothing is taken."""
+        under the exclusive hold it is already held; with no hold, nothing is taken. Counted by hold, for the
+        record (`environment.gpu_hold.commands`: which commands ran under which hold)."""
+        counts = self.commands.setdefault(self.mode, {})
+        counts[cmd.value] = counts.get(cmd.value, 0) + 1
         lock = self._device_lock()
         if self.mode != "shared" or lock is None or lock.mode != "none":
             yield
@@ -263,3 +261,5 @@ class GpuHolds:
         phases["exclusive_timing_s"] = round(min(loops, held), 3)
         phases["exclusive_other_s"] = round(max(held - loops, 0.0), 3)
         phases.setdefault("pair_starts_under_exclusive_lock", 0)
+        env = self.ctx.record["environment"]
+        env["gpu_hold"] = {**(env.get("gpu_hold") or {}), "commands": self.commands}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -19,7 +20,6 @@ from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.orchestrator.compile_cache import CacheEntry, cache_key, evict
 from evaluator.harness.orchestrator.context import Context
 from evaluator.harness.orchestrator.verdict import integrity
-from evaluator.harness.sandbox.beneath import copy_in, empty_dir, open_dir, open_trusted_dir
 from evaluator.harness.sandbox.namespaces import BUILD_DIR
 
 
@@ -102,14 +102,13 @@ def import_kernel(ctx: Context) -> Build:
             cuda_version=ctx.info["cuda"],
             arch=ctx.info["arch"],
         )
-        ctx.cache = CacheEntry(Path(ctx.spec.compile_cache_dir), key)
+        ctx.cache = CacheEntry(ctx.workers.cache_fd(), key)  # the cache folder by descriptor (launch.Workers)
         if not ctx.cache.acquire(max(ctx.left() - 5, 1)):
             raise HarnessInfraError("compile cache entry stayed locked")
         cache_state = "hit" if ctx.cache.check_hit() else "miss"
         if cache_state == "hit":
-            with _build_dir(ctx) as build_fd:
-                empty_dir(build_fd)
-                copy_in(ctx.cache.build_dir, build_fd, ctx.workers.ident)
+            with _build_dir(ctx, fresh=True) as build_fd:
+                ctx.cache.copy_into(build_fd)
     try:  # bounded by load_timeout_s of its own, plus the time it is seen compiling (clients.step_bound)
         loaded = ctx.cand.load(
             kernel_path=str(f.kernel_file),
@@ -127,19 +126,24 @@ def import_kernel(ctx: Context) -> Build:
     if ctx.cache is not None:
         if cache_state == "miss":
             with _build_dir(ctx) as build_fd:
-                cap = ctx.opts.compile_cache_entry_mb << 20
-                stored = ctx.cache.store(build_fd, loaded["compile_s"], max_entry_bytes=cap)
-            evict(ctx.cache.root, ctx.opts.compile_cache_max_mb << 20, keep=ctx.cache.key)
+                cap, files = ctx.opts.compile_cache_entry_mb << 20, ctx.opts.compile_cache_entry_files
+                stored = ctx.cache.store(build_fd, loaded["compile_s"], max_entry_bytes=cap, max_entry_files=files)
+            max_bytes, max_files = ctx.opts.compile_cache_max_mb << 20, ctx.opts.compile_cache_max_files
+            evict(ctx.cache.root, max_bytes, keep=ctx.cache.key, max_total_files=max_files)
         ctx.cache.release()
     ctx.state_entries = loaded["state"]
     return Build(cache_state, float(loaded["compile_s"]), stored)
 
 
 @contextlib.contextmanager
-def _build_dir(ctx: Context) -> Iterator[int]:
-    """A descriptor of the kernel's build folder, opened beneath the evaluation's folder (ours), never via a link."""
-    with open_trusted_dir(ctx.folders.work) as work_fd, open_dir(work_fd, ctx.folders.build.name) as build_fd:
+def _build_dir(ctx: Context, *, fresh: bool = False) -> Iterator[int]:
+    """A descriptor of the kernel's build folder (launch.Workers.build_dir: never a path the kernel could have
+    swapped), emptied first when `fresh`."""
+    build_fd = ctx.workers.build_dir(fresh=fresh)
+    try:
         yield build_fd
+    finally:
+        os.close(build_fd)
 
 
 def handover(ctx: Context) -> None:
@@ -149,7 +153,7 @@ def handover(ctx: Context) -> None:
     chosen, reasons = "file", ["cpu device"] if not ctx.cuda else []
     fd_socks = ctx.workers.fd_socks
     if fd_socks is not None:  # zero-copy across the sandbox: a shared buffer passed as a file descriptor
-        cand_fd, ref_fd = (sock.fileno() for sock in fd_socks)
+        cand_fd, ref_fd = fd_socks  # the socket's number in each worker (launch.Workers)
         offer = ctx.cand.probe_handover(fd_socket=cand_fd)
         if offer.get("desc"):
             probe = ctx.ref.probe_handover(offer["desc"], fd_socket=ref_fd)

@@ -14,7 +14,6 @@ timing_record.py. stdlib only, like the orchestrator.
 from __future__ import annotations
 
 import math
-import os
 import secrets
 import statistics
 import time
@@ -42,7 +41,7 @@ from evaluator.harness.orchestrator.timing_record import (
     stability_check,
 )
 from evaluator.harness.protocol import PAPER_LOOP_CALLS, set_check
-from evaluator.harness.sandbox.candidate_cpu import CandidateCpu, busy_finding, used_between
+from evaluator.harness.sandbox.candidate_cpu import busy_finding, used_between
 from evaluator.harness.timing import (
     LONG_BLOCK_TARGETS,
     analytic_log_half_width,
@@ -243,7 +242,7 @@ def _timed_blocks(
     outer: OuterBlocks = {s: [] for s in sides}  # (orchestrator wall, sum, n)
     host: Samples = {s: [] for s in sides}
     busy = {s: [0.0, 0.0] for s in sides if s != "cand"}  # the kernel's CPU ms and the wall ms, baseline blocks
-    watch = CandidateCpu(os.getpid(), exclude=ctx.workers.ref.pid if ctx.workers.ref else None)
+    watch = ctx.workers.candidate_cpu()
     forged: list[str] = []
     offset, rounds, budget_end = 0, 0, time.monotonic() + budget_s
     stopped = ""

@@ -1,13 +1,16 @@
 """File operations inside a folder the kernel can write, made so that nothing the kernel plants there can send them
-elsewhere. stdlib only.
+elsewhere, and so that no tree it builds (deep, wide, racing) can exhaust the process doing them: opening, reading
+and removing here (the launcher's too), walking and copying in trees.py (the orchestrator's). stdlib only.
 
-The rule (docs/protocol.md, "The boundary"): the privileged side never resolves a path inside a kernel-writable
-folder. Everything here starts from a directory descriptor of a folder the kernel cannot replace (it sits in a
-folder of ours), walks one component at a time with O_NOFOLLOW (a planted symbolic link fails with ELOOP instead of
-being followed, like openat2's RESOLVE_NO_SYMLINKS), checks what it opened with fstat on the descriptor (a FIFO or
-a device is never read), and reads or writes through that descriptor. A kernel racing us (swapping a file for a
-link between two calls) can only make an operation fail, never redirect it: the name is resolved once, by the
-kernel of the operating system, without following links.
+The rule (docs/protocol.md, "The boundary"): the harness never resolves a path inside a kernel-writable folder.
+Everything here starts from a directory descriptor of a folder the kernel cannot replace (it sits in a folder of
+ours), walks one component at a time with O_NOFOLLOW (a planted symbolic link fails with ELOOP instead of being
+followed, like openat2's RESOLVE_NO_SYMLINKS), checks what it opened with fstat on the descriptor (a FIFO or a
+device is never read), and reads or writes through that descriptor. A kernel racing us (swapping a file for a link
+between two calls) can only make an operation fail, never redirect it.
+
+Nothing recurses: `remove_tree` moves each subfolder up into the folder it empties, so a tree 2,000 levels deep
+takes 2,000 short steps with two folders open, and it stops with Refused past `max_entries`.
 """
 
 from __future__ import annotations
@@ -15,18 +18,19 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+MAX_ENTRIES = 1_000_000  # a walk past this many entries is refused (the kernel's disk caps its inodes far below)
+GONE = (errno.ENOENT, errno.ELOOP, errno.ENOTDIR)  # the entry went away or was swapped for a link meanwhile
 
 
 class Refused(OSError):
-    """What the kernel left there is not a plain file or folder (a link, a FIFO, a device) or is too large."""
+    """What the kernel left there is not a plain file or folder (a link, a FIFO, a device), or is too large."""
 
 
 def _check_name(name: str) -> None:
@@ -92,129 +96,71 @@ def read_path(root: Path, relative: str, *, max_bytes: int) -> bytes:
         return read_bytes(fd, parts[-1], max_bytes=max_bytes)
 
 
-def _copy_fd(src: int, dst: int, budget: int) -> int:
-    copied = 0
-    while True:
-        chunk = os.read(src, 1 << 20)
-        if not chunk:
-            return copied
-        copied += len(chunk)
-        if copied > budget:
-            raise Refused("over the size allowed")
-        os.write(dst, chunk)
+@contextlib.contextmanager
+def open_dir_path(top_fd: int, relative: str) -> Iterator[int]:
+    """A descriptor of the folder `relative` under `top_fd`, one component at a time, never through a link."""
+    with contextlib.ExitStack() as stack:
+        fd = top_fd
+        for part in relative.split("/"):
+            fd = stack.enter_context(open_dir(fd, part))
+        yield fd
 
 
-def copy_out(
-    src_fd: int, dst: Path, *, keep: Callable[[str], bool], max_bytes: int, max_files: int = 10_000
-) -> list[str]:
-    """Copy the plain files under the kernel's folder `src_fd` whose relative path passes `keep` into `dst` (a new
-    folder of ours). Links, FIFOs, sockets and devices are skipped, never followed or read; the total is capped at
-    `max_bytes` (Refused past it, with `dst` removed). Returns the relative paths copied."""
-    copied: list[str] = []
-    budget = [max_bytes]
-    dst.mkdir(parents=True, exist_ok=False)
-
-    def walk(fd: int, target: Path, prefix: str) -> None:
-        for entry in sorted(os.listdir(fd)):
-            rel = f"{prefix}{entry}"
-            try:
-                info = os.stat(entry, dir_fd=fd, follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                try:
-                    with open_dir(fd, entry) as sub:
-                        (target / entry).mkdir(mode=0o755)
-                        walk(sub, target / entry, rel + "/")
-                except (FileNotFoundError, NotADirectoryError, Refused):
-                    continue
-                except OSError as exc:
-                    if exc.errno == errno.ELOOP:  # swapped for a link since the stat
-                        continue
-                    raise
-            elif stat.S_ISREG(info.st_mode) and keep(rel):
-                if len(copied) >= max_files:
-                    raise Refused(f"more than {max_files} files")
-                try:
-                    src = open_regular(fd, entry)  # the budget is enforced while copying
-                except (FileNotFoundError, Refused):
-                    continue
-                except OSError as exc:
-                    if exc.errno == errno.ELOOP:
-                        continue
-                    raise
-                try:
-                    out = os.open(str(target / entry), CREATE_FLAGS, 0o644)
-                    try:
-                        budget[0] -= _copy_fd(src, out, budget[0])
-                        seen = os.fstat(src)  # ninja compares times: a build copied back must stay up to date
-                        os.utime(out, ns=(seen.st_atime_ns, seen.st_mtime_ns))
-                    finally:
-                        os.close(out)
-                finally:
-                    os.close(src)
-                copied.append(rel)
-
-    try:
-        walk(src_fd, dst, "")
-    except BaseException:
-        shutil.rmtree(dst, ignore_errors=True)
-        raise
-    return copied
-
-
-def fresh_dir(parent_fd: int, name: str, owner: tuple[int, int] | None, mode: int = 0o700) -> int:
-    """Replace whatever is at `name` in `parent_fd` (a link, a file, a folder the kernel filled) by a new empty
-    folder owned by `owner`, and return a descriptor of it (the caller closes it). The descriptor names the folder
-    we made, whatever the kernel renames later."""
+def remove_tree(parent_fd: int, name: str, *, max_entries: int = MAX_ENTRIES) -> None:
+    """Remove `name` in `parent_fd`, whatever it is, never following a link and never recursing: each subfolder of a
+    folder being emptied is moved up into the top folder, so no more than two folders are open at once and a tree
+    2,000 levels deep takes 2,000 short steps. Refused past `max_entries` (what is left stays)."""
     _check_name(name)
-    with contextlib.suppress(FileNotFoundError):
+    try:
         info = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
-        if stat.S_ISDIR(info.st_mode):
-            shutil.rmtree(name, dir_fd=parent_fd)  # fd-based: immune to links planted inside
-        else:
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(name, dir_fd=parent_fd)
-    os.mkdir(name, mode, dir_fd=parent_fd)
-    fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
-    if owner is not None:
-        os.fchown(fd, *owner)
-    os.fchmod(fd, mode)
-    return fd
+        return
+    with open_dir(parent_fd, name) as top:
+        _flatten_out(top, max_entries)
+    with contextlib.suppress(FileNotFoundError):
+        os.rmdir(name, dir_fd=parent_fd)
 
 
-def copy_in(src: Path, dst_fd: int, owner: tuple[int, int] | None) -> int:
-    """Copy a tree of ours (a cache entry) into a fresh folder of the kernel's (`dst_fd`, from fresh_dir), each file
-    created new through the folder's descriptor and given to `owner`. Returns the bytes copied."""
-    total = 0
-    for entry in sorted(os.listdir(src)):
-        path = src / entry
-        if path.is_symlink():
-            continue
-        if path.is_dir():
-            os.mkdir(entry, 0o755, dir_fd=dst_fd)
-            with open_dir(dst_fd, entry) as sub:
-                if owner is not None:
-                    os.fchown(sub, *owner)
-                total += copy_in(path, sub, owner)
-        elif path.is_file():
-            out = os.open(entry, CREATE_FLAGS, stat.S_IMODE(path.stat().st_mode) | 0o600, dir_fd=dst_fd)
+def empty_dir(fd: int, *, max_entries: int = MAX_ENTRIES) -> None:
+    """Remove everything inside the folder `fd` (links removed as links; see remove_tree)."""
+    _flatten_out(fd, max_entries)
+
+
+def _flatten_out(top: int, max_entries: int) -> None:
+    handled = moved = 0
+    while names := os.listdir(top):
+        for name in names:
+            handled += 1
+            if handled > max_entries:
+                raise Refused(f"more than {max_entries} entries to remove")
             try:
-                if owner is not None:
-                    os.fchown(out, *owner)
-                with open(path, "rb") as fh:
-                    total += _copy_fd(fh.fileno(), out, 1 << 40)
-                seen = path.stat()
-                os.utime(out, ns=(seen.st_atime_ns, seen.st_mtime_ns))
-            finally:
-                os.close(out)
-    return total
+                info = os.stat(name, dir_fd=top, follow_symlinks=False)
+                if not stat.S_ISDIR(info.st_mode):
+                    os.unlink(name, dir_fd=top)
+                    continue
+                with open_dir(top, name) as sub:
+                    for child in os.listdir(sub):
+                        if stat.S_ISDIR(os.stat(child, dir_fd=sub, follow_symlinks=False).st_mode):
+                            moved = _free_number(top, moved + 1)
+                            os.rename(child, f".kbv-rm-{moved}", src_dir_fd=sub, dst_dir_fd=top)
+                        else:
+                            os.unlink(child, dir_fd=sub)
+                os.rmdir(name, dir_fd=top)
+            except OSError as exc:
+                if exc.errno not in (*GONE, errno.ENOTEMPTY):
+                    raise
 
 
-def empty_dir(fd: int) -> None:
-    """Remove everything inside the folder `fd` (links removed as links, folders through descriptors)."""
-    for name in os.listdir(fd):
-        info = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        if stat.S_ISDIR(info.st_mode):
-            shutil.rmtree(name, dir_fd=fd)
-        else:
-            os.unlink(name, dir_fd=fd)
+def _free_number(top: int, start: int) -> int:
+    """The first n from `start` whose name `.kbv-rm-n` is not taken in the folder `top` (rename would replace an empty
+    folder of that name, never fail)."""
+    for n in range(start, start + MAX_ENTRIES):
+        try:
+            os.stat(f".kbv-rm-{n}", dir_fd=top, follow_symlinks=False)
+        except FileNotFoundError:
+            return n
+    raise Refused("no free name to move a folder to")

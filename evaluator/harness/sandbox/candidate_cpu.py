@@ -7,10 +7,11 @@ inflates the speedup, and more so when both workers share one CPU (cpu_pin.py). 
 threads (tamper_watch) is evidence it could forge; this is the orchestrator's count, from the kernel's processes'
 accounting in /proc: user and system time, plus that of their children once reaped.
 
-The kernel's processes are found as a tree, not by group or user: every process below the orchestrator but the
-reference worker. A child that calls setsid stays in the tree, and one whose parent exits is adopted by the
-orchestrator (a subreaper, hardening.py) or by the sandbox's init, both inside it. A process that exits unreaped
-between two reads takes its time with it; one that outlives the worker fails process containment anyway.
+The kernel's processes are found as a tree, not by group or user: every process below the evaluation's launcher but
+the reference worker and the orchestrator. A child that calls setsid stays in the tree, and one whose parent exits
+is adopted by the launcher (a subreaper, hardening.py) or by the sandbox's init, both inside it. A process that
+exits unreaped between two reads takes its time with it; one that outlives the worker fails process containment
+anyway.
 """
 
 from __future__ import annotations
@@ -52,10 +53,11 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def descendants(root: int, *, exclude: int | None = None) -> list[int]:
-    """Every process below `root` (its children's children too), without the `exclude` subtree; no scan of /proc."""
+def descendants(root: int, *, exclude: int | tuple[int, ...] | None = None) -> list[int]:
+    """Every process below `root` (its children's children too), without the `exclude` subtrees; no scan of /proc."""
+    skip = exclude if isinstance(exclude, tuple) else (exclude,)
     found: list[int] = []
-    todo = [c for c in _children(root) if c != exclude]
+    todo = [c for c in _children(root) if c not in skip]
     while todo and len(found) < 100_000:
         pid = todo.pop()
         found.append(pid)
@@ -64,10 +66,11 @@ def descendants(root: int, *, exclude: int | None = None) -> list[int]:
 
 
 class CandidateCpu:
-    """Snapshots of the CPU time of every process below `parent` (the orchestrator: the workers are its children,
-    and as a subreaper it adopts whatever a kernel orphans) except the `exclude` subtree (the reference worker)."""
+    """Snapshots of the CPU time of every process below `parent` (the launcher: the workers are its children, and as
+    a subreaper it adopts whatever a kernel orphans) except the `exclude` subtrees (the reference worker and the
+    orchestrator)."""
 
-    def __init__(self, parent: int, exclude: int | None = None) -> None:
+    def __init__(self, parent: int, exclude: int | tuple[int, ...] | None = None) -> None:
         self.parent = parent
         self.exclude = exclude
 

@@ -7,10 +7,11 @@ that range in different passes (benchmarks/results/process-pairs-h200.md). The t
 and never run at once, so on one CPU they meet the same host, and the ratio cancels what two vCPUs cannot.
 
 The timing CPUs are set aside: on a machine with enough CPUs, the highest one per GPU (timing_cpus) runs nothing of
-ours but timed loops. Every CUDA evaluation's orchestrator keeps itself, and so the workers it starts, on the rest
-(general_cpus); during its timed loops, which the exclusive GPU hold makes one per GPU at a time, it leases one
-timing CPU (an flock per CPU in the machine-wide slots folder, privileges.py), pins every thread of both workers'
-process groups onto it from outside, and moves them back after. So other evaluations' imports, compiles and
+ours but timed loops. Every CUDA evaluation's workers are kept on the rest (general_cpus); during its timed loops,
+which the exclusive GPU hold makes one per GPU at a time, the orchestrator leases one timing CPU (an flock per CPU in
+a machine-wide slots folder: the launcher's, shared by the orchestrators' group where root runs it; privileges.py),
+and the launcher pins every thread of both workers' process groups onto it from outside (the orchestrator asks: the
+kernel's threads are another user's) and moves them back after. So other evaluations' imports, compiles and
 correctness calls never land on the CPU a launch-bound call is timed on (eight evaluations at once: one pair's
 baseline process ran 50 % slow and read 2.0-2.5x). A kernel may move its own threads elsewhere again; that only
 gives back the noise of an unpinned pair, and a kernel that crowds the baseline's CPU is caught by candidate_cpu.py.
@@ -25,6 +26,8 @@ from typing import IO
 
 from evaluator.harness.sandbox.privileges import lease_first_free, uid_slots_dir
 from evaluator.harness.sandbox.usage import group_pids
+
+CPU_SLOTS_VAR = "KBV_CPU_SLOTS_DIR"
 
 # Below this many CPUs none is set aside: the machine needs every CPU for the evaluations themselves.
 MIN_CPUS_TO_RESERVE = 4
@@ -61,7 +64,8 @@ class CpuLease:
     """One CPU held (an flock on `cpu-N.lock`) until release(); None when every CPU but the lowest is taken."""
 
     def __init__(self, slots_dir: Path | None = None) -> None:
-        self.slots_dir = Path(slots_dir) if slots_dir is not None else uid_slots_dir()
+        shared = os.environ.get(CPU_SLOTS_VAR, "")  # the launcher's, shared by the orchestrators' group
+        self.slots_dir = Path(slots_dir) if slots_dir is not None else Path(shared) if shared else uid_slots_dir()
         self.cpu: int | None = None
         self._fh: IO[str] | None = None
 

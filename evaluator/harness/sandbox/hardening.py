@@ -1,4 +1,5 @@
-"""Process hardening that needs no torch (used by the orchestrator)."""
+"""Process hardening that needs no torch: the orchestrator's undumpable state, the launcher's subreaper role and its
+clean-up of what a kernel left running."""
 
 from __future__ import annotations
 
@@ -61,12 +62,14 @@ def process_uid(pid: int) -> int | None:
     return None
 
 
-def kill_adopted_children(is_kernels: Callable[[int], bool], rounds: int = 20) -> int:
-    """SIGKILL and reap every remaining child (call after the workers are closed); returns how many of them
-    `is_kernels` said were the kernel's (asked before the kill: a reaped pid leaves nothing to read)."""
+def kill_adopted_children(
+    is_kernels: Callable[[int], bool], rounds: int = 20, keep: frozenset[int] | set[int] = frozenset()
+) -> int:
+    """SIGKILL and reap every remaining child but those in `keep` (call after the workers are closed); returns how
+    many of them `is_kernels` said were the kernel's (asked before the kill: a reaped pid leaves nothing to read)."""
     killed = 0
     for _ in range(rounds):
-        children = _children()
+        children = [pid for pid in _children() if pid not in keep]
         if not children:
             break
         for pid in children:

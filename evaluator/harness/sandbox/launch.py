@@ -1,6 +1,6 @@
-"""Starting and stopping an evaluation's two worker processes, and what the kernel's runs inside: its Unix user (a
-leased uid when we are root, privileges.py), its namespaces sandbox (namespaces.py), its limits, and the socket
-pair of the zero-copy output hand-over (cuda_fd.py).
+"""An evaluation's two worker processes, from the orchestrator's side: asked of the launcher (link.py) and driven
+through the pipe ends it hands over (spawn.py). The launcher holds what needs privilege (the uids, the namespaces
+and the kernel's disks, the cgroups, killing and pinning); this module holds none.
 
 Nothing here depends on the problem or the kernel, so a standby harness does all of it before either is known.
 stdlib only, like the orchestrator.
@@ -9,9 +9,6 @@ stdlib only, like the orchestrator.
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,41 +16,41 @@ from typing import Any
 
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.protocol import Options, Spec
-from evaluator.harness.sandbox.candidate_cpu import descendants
-from evaluator.harness.sandbox.hardening import become_subreaper, kill_adopted_children, process_name, process_uid
-from evaluator.harness.sandbox.namespaces import Plan, SandboxUnavailable, bwrap_path, choose_mode
-from evaluator.harness.sandbox.privileges import (
-    Identity,
-    UidLease,
-    candidate_identity,
-    check_runtime,
-    give_to,
-    open_path,
-)
-from evaluator.harness.sandbox.spawn import Worker, build_env
+from evaluator.harness.sandbox.candidate_cpu import CandidateCpu
+from evaluator.harness.sandbox.disk import TMP_DISK, WORK_DISK, DiskCaps
+from evaluator.harness.sandbox.disk_watch import DiskWatch
+from evaluator.harness.sandbox.link import LauncherError, Link, Setup
+from evaluator.harness.sandbox.privileges import UID_BASE, UID_SLOTS, Identity
+from evaluator.harness.sandbox.spawn import Worker
 
 
 @dataclass(frozen=True)
 class Folders:
-    """An evaluation's work folder and the private folders inside it."""
+    """An evaluation's work folder and the private folders inside it (the launcher makes them: launcher/layout.py).
+    Everything the kernel can write is on its disks (disk.py): `disk` (its folder, io/ and build/) and `tmp` (its
+    /tmp, /var/tmp and /dev/shm)."""
 
     work: Path
     ref: Path  # the reference worker's; the kernel may not enter it
+    disk: Path  # the kernel's work disk (a sized filesystem where root runs the launcher); its root is not the kernel's
     cand: Path  # the kernel's own
     io: Path  # outputs on their way to the reference (file hand-over)
     handoff: Path  # files written by the clean side for the kernel to read (kernel, init, params), never to write
-    build: Path  # the kernel's extension builds: its to fill, but in our folder, so it cannot be swapped for a link
+    build: Path  # the kernel's extension builds: its to fill, but in a folder of ours, so never swapped for a link
+    tmp: Path  # the kernel's tmp disk
 
     @classmethod
     def under(cls, work: Path) -> Folders:
-        cand = work / "candidate"
+        disk = work / WORK_DISK
         return cls(
             work=work,
             ref=work / "reference",
-            cand=cand,
-            io=cand / "io",
+            disk=disk,
+            cand=disk / "candidate",
+            io=disk / "io",
             handoff=work / "handoff",
-            build=work / "build",
+            build=disk / "build",
+            tmp=work / TMP_DISK,
         )
 
     @property
@@ -65,31 +62,8 @@ class Folders:
         return self.handoff / "init.pt"
 
 
-def memory_limit(opts: Options) -> int:
-    """Host memory each worker may use: the option, else half the machine (at least 2 GiB)."""
-    if opts.host_memory_mb:
-        return opts.host_memory_mb << 20
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        total = 8 << 30
-    return max(2 << 30, total // 2)
-
-
-def user_process_count() -> int:
-    """Threads this user already runs: RLIMIT_NPROC counts them all, so the workers' limit is on top of these."""
-    uid, count = os.getuid(), 0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                count += entry.stat().st_uid == uid and len(os.listdir(f"/proc/{entry.name}/task"))
-            except OSError:
-                continue
-    return count
-
-
 class Workers:
-    """The reference and candidate worker processes of one evaluation, from folders to reaped processes."""
+    """The reference and candidate worker processes of one evaluation, through the launcher."""
 
     def __init__(self, folders: Folders, spec: Spec, opts: Options) -> None:
         self.folders = folders
@@ -101,159 +75,114 @@ class Workers:
         self.ident: Identity | None = None  # the candidate's Unix user (None: ours)
         self.sandbox = "none"  # "namespaces", "uid" or "none" (namespaces.py)
         self.sandbox_reason: str | None = None  # why that mode (namespaces.choose_mode)
-        self.lease: UidLease | None = None
-        self.fd_socks: tuple[socket.socket, socket.socket] | None = None  # cuda_fd hand-over: (candidate, ref)
+        self.fd_socks: tuple[int, int] | None = None  # cuda_fd hand-over: the socket's number in (candidate, ref)
         self.memory = 0
         self.limits: dict[str, Any] = {}
-        self._launch: tuple[str, Plan | None, dict[str, str]] = ("", None, {})  # python, sandbox plan, candidate env
+        self.disk: DiskWatch | None = None
+        self.link: Link | None = None
+        self.setup: Setup | None = None
 
     def start(self, emit: Callable[[dict[str, Any]], None]) -> None:
-        """Private folders, limits, the candidate's Unix user, and both worker processes (they import torch side by
-        side). A failure part-way leaves what was made for stop() to undo."""
-        become_subreaper()  # before any worker exists: processes a kernel leaves behind come back to us
-        f = self.folders
-        for d in (f.ref, f.cand, f.io):
-            d.mkdir(parents=True, exist_ok=True)
-        self.memory = memory_limit(self.opts)
-        self.limits = {
-            "fsize_bytes": self.opts.file_size_mb << 20,
-            "nproc": user_process_count() + 4096,
-            "data_bytes": 0 if self.cuda else self.memory,  # RLIMIT_DATA only on CPU; CUDA relies on the watchdog
-            "cpu_seconds": int(self.spec.timeout) + 60,
-        }
-        python = self.spec.python or sys.executable
-        # The kernel runs as an unprivileged user when we are root (privileges.py), one uid per evaluation: it owns
-        # its own dir (the io dir inside it too: the reference, as root, still writes there), may enter the work dir
-        # but not list it, and may not enter the reference's dir at all. Around it, its namespaces (namespaces.py).
+        """What the launcher made of the evaluation, then both worker processes (they import torch side by side).
+        A failure part-way leaves what was made for stop() to undo."""
         try:
-            self.lease = UidLease()  # machine-wide slots (privileges.uid_slots_dir), never in the work root
-            ident = candidate_identity(lease=self.lease)
-            uid, gid = ident if ident is not None else (os.getuid(), os.getgid())
-            self.sandbox, self.sandbox_reason = choose_mode(uid=uid, gid=gid)
-        except (ValueError, RuntimeError, SandboxUnavailable) as exc:
+            self.link = Link.from_environ()
+            self.setup = setup = self.link.hello()
+        except LauncherError as exc:
             raise HarnessInfraError(str(exc)) from exc
-        self.ident = ident
-        if ident is not None:
-            open_path(f.work, ident)
-            os.chmod(f.work, 0o711)
-            os.chmod(f.ref, 0o700)
-        f.handoff.mkdir(mode=0o755, exist_ok=True)  # the orchestrator's: the kernel may read here, never write
-        f.build.mkdir(mode=0o700, exist_ok=True)  # the kernel's to fill; in our folder, so never a planted link
-        plan = self._plan(python, uid, gid) if self.sandbox == "namespaces" else None
-        if ident is not None:
-            give_to(f.cand, ident)
-            give_to(f.build, ident)
-            os.chmod(f.io, 0o700)
-        cand_env = build_env(private_dir=f.cand)
-        if plan is not None:
-            cand_env["USER"] = cand_env["LOGNAME"] = "kernel"
-        unusable = check_runtime(python, ident, env=cand_env, cwd=f.cand, wrap=plan.wrap if plan else None)
-        if unusable:  # fail closed: never fall back to running the kernel as root, never blame the kernel for it
-            raise HarnessInfraError(unusable)
-        self._launch = (python, plan, cand_env)
+        self.ident, self.sandbox = setup.candidate, setup.mode
+        self.sandbox_reason = setup.reason or None
+        self.memory = setup.limits["memory"]
+        self.limits = {
+            "fsize_bytes": setup.limits["fsize"],
+            "data_bytes": 0 if self.cuda else self.memory,  # RLIMIT_DATA only on CPU; CUDA relies on the watchdog
+            "cpu_seconds": setup.limits["cpu_seconds"],
+        }
+        caps = DiskCaps(*(setup.limits[k] for k in ("work_bytes", "work_files", "tmp_bytes", "tmp_files")))
+        self.disk = DiskWatch(setup.disk_fd, setup.tmp_fd, caps, mounted=setup.mounted)
+        self.limits["disk"] = self.disk.report()  # for the record: the caps and what holds them
         self._spawn(emit)
 
     def _spawn(self, emit: Callable[[dict[str, Any]], None]) -> None:
-        """Both worker processes (and the hand-over's socket pair), as start() prepared them."""
-        python, plan, cand_env = self._launch
-        f, ident = self.folders, self.ident
-        if self.cuda:  # the zero-copy output hand-over's socket (cuda_fd.py): one end for each worker
-            self.fd_socks = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            for sock in self.fd_socks:
-                os.set_inheritable(sock.fileno(), True)
-        self.ref = Worker(
-            role="reference",
-            private_dir=f.ref,
-            env=build_env(private_dir=f.ref),
-            limits=self.limits,
-            python=python,
-            memory_limit_bytes=self.memory,
-            extra_fds=(self.fd_socks[1].fileno(),) if self.fd_socks else (),
-        )
-        self.cand = Worker(
-            role="candidate",
-            private_dir=f.cand,
-            env=cand_env,
-            limits={**self.limits, "pid_namespace": plan is not None},
-            python=python,
-            memory_limit_bytes=self.memory,
-            run_as=ident,
-            wrap=plan.wrap if plan else None,
-            extra_fds=(self.fd_socks[0].fileno(),) if self.fd_socks else (),
-            disk_limit_bytes=self.opts.work_dir_mb << 20,
-            disk_dirs=(f.build,),
-        )
+        """Both worker processes, from the launcher."""
+        assert self.link is not None
+        try:
+            pair = self.link.pair()
+        except LauncherError as exc:
+            raise HarnessInfraError(str(exc)) from exc
+        uid = self.ident[0] if self.ident is not None else None
+        leased = uid if uid is not None and UID_BASE <= uid < UID_BASE + UID_SLOTS else None
+        self.ref = Worker(role="reference", link=self.link, spawned=pair.reference, memory_limit_bytes=self.memory)
+        self.cand = Worker(role="candidate", link=self.link, spawned=pair.candidate, memory_limit_bytes=self.memory,
+                           leased_uid=leased, disk=self.disk)  # fmt: skip
+        self.fd_socks = (pair.handover_fd, pair.handover_fd) if pair.handover_fd is not None else None
         self.ref.start()
         emit({"event": "worker", "role": "reference", "pid": self.ref.pid})
-        self.cand.start()  # both import torch in parallel
+        self.cand.start()
         emit({"event": "worker", "role": "candidate", "pid": self.cand.pid})
-        self.limits["cgroup"] = self.cand.cgroup_reason  # for the record: how the kernel's processes are counted
+        self.limits.update(nproc=pair.nproc, cgroup=pair.cgroup)  # for the record: how the kernel's processes count
+        if self.spec.device.startswith("cuda") and self.opts.pin_timing_cpu:
+            self.unpin()  # off the CPUs set aside for timed loops until this pair times (cpu_pin.py)
 
-    def _plan(self, python: str, uid: int, gid: int) -> Plan:
-        """The bubblewrap command line around the candidate (namespaces.py), and the /etc files it binds."""
-        f = self.folders
-        bwrap = bwrap_path()
-        assert bwrap is not None  # choose_mode found it
-        plan = Plan(
-            bwrap=bwrap,
-            python=python,
-            private_dir=f.cand,
-            build_dir=f.build,
-            etc_dir=f.work / "sandbox-etc",
-            handoff_dir=f.handoff,
-            cuda=self.cuda,
-            tmp_bytes=self.opts.tmp_mb << 20,
-            uid=uid,
-            gid=gid,
-        )
-        plan.write_etc()
-        return plan
+    def cache_fd(self) -> int:
+        """A descriptor of the compile cache's folder, handed over by the launcher (it is shared by group)."""
+        if self.setup is None or self.setup.cache_fd is None:
+            raise HarnessInfraError("the launcher handed over no compile cache")
+        return self.setup.cache_fd
+
+    def build_dir(self, *, fresh: bool = False) -> int:
+        """A descriptor of the kernel's build folder from the launcher (the caller closes it), emptied first when
+        `fresh`: never a path of a folder the kernel can write, resolved here."""
+        assert self.link is not None
+        try:
+            return self.link.build(fresh=fresh)
+        except LauncherError as exc:
+            raise HarnessInfraError(str(exc)) from exc
+
+    def pin(self, cpu: int) -> dict[str, int]:
+        """Every thread of both workers onto `cpu` (the launcher's: the kernel's threads are another user's)."""
+        assert self.link is not None
+        return self.link.pin(cpu)
+
+    def unpin(self) -> dict[str, int]:
+        """Both workers back onto every CPU but those set aside for timed loops (cpu_pin.general_cpus)."""
+        assert self.link is not None
+        return self.link.unpin()
+
+    def candidate_cpu(self) -> CandidateCpu:
+        """The kernel's processes' CPU time (candidate_cpu.py): everything below the launcher but the reference
+        worker and this orchestrator."""
+        assert self.setup is not None and self.ref is not None
+        return CandidateCpu(self.setup.launcher_pid, exclude=(self.ref.pid, os.getpid()))
 
     def respawn(self, emit: Callable[[dict[str, Any]], None]) -> int:
         """A fresh pair of worker processes in place of the running one (the timing phase's next process pair):
         the old pair is ended and reaped with whatever the kernel left running; the folders, the kernel's build
-        folder, its Unix user and its sandbox plan stay. Returns how many stray processes had to be killed."""
+        folder, its Unix user and its sandbox stay. Returns how many stray processes had to be killed."""
         stray = self._end_processes()
-        self.ref = self.cand = None
         self._spawn(emit)
         return stray
 
     def _end_processes(self) -> int:
         workers = [w for w in (self.cand, self.ref) if w is not None]
-        is_kernels = self._kernels_orphan(self.ref.pid if self.ref is not None else None)
-        for worker in workers:  # both exit (CUDA context teardown) at once, then each is waited for and reaped
+        if not workers or self.link is None:
+            return 0
+        for worker in workers:  # both exit (CUDA context teardown) at once, then each is waited for and ended
             worker.ask_exit()
         for worker in workers:
             worker.close()
-        stray = kill_adopted_children(is_kernels)
-        for sock in self.fd_socks or ():
-            sock.close()
+        self.ref = self.cand = None
         self.fd_socks = None
-        return stray
-
-    def _kernels_orphan(self, ref_pid: int | None) -> Callable[[int], bool]:
-        """Which orphan adopted after the workers exit was the kernel's (the others are killed all the same):
-        bubblewrap's own processes re-parent to us as it exits and are not; with a uid of its own the kernel's are
-        that uid's, which it cannot shed; without one, whatever was not in the reference worker's tree now (the
-        reference's own helpers are orphaned too: inductor's compile workers under the compile baseline)."""
-        bwrap = self.sandbox == "namespaces"
-        uid = self.ident[0] if self.ident is not None else None
-        ours = frozenset(descendants(ref_pid)) if ref_pid and uid is None else frozenset()
-
-        def is_kernels(pid: int) -> bool:
-            if bwrap and process_name(pid) == "bwrap":
-                return False
-            return process_uid(pid) == uid if uid is not None else pid not in ours
-
-        return is_kernels
+        try:
+            return self.link.end_pair()
+        except LauncherError:
+            return 0
 
     def stop(self) -> int:
-        """End both workers and whatever the kernel left running, then free the uid; returns how many stray
-        processes had to be killed. Also undoes a start that failed part-way."""
+        """End both workers and whatever the kernel left running; returns how many stray processes had to be killed.
+        Also undoes a start that failed part-way (the launcher frees the uids and the disks when we end)."""
         stray = self._end_processes()
-        if not self.opts.keep_workdir:
-            shutil.rmtree(self.folders.io, ignore_errors=True)
-            shutil.rmtree(self.folders.build, ignore_errors=True)
-        if self.lease is not None:
-            self.lease.release()  # after the kernel's processes are gone: the next evaluation may take this uid
+        if self.disk is not None:
+            self.disk.close()
+            self.disk = None
         return stray

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import glob
-import json
 import os
 import shutil
 import subprocess
@@ -38,6 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from evaluator.harness.sandbox.disk import TMP_FOLDERS
 
 MODE_VAR = "KBV_SANDBOX"
 REQUIRE_VAR = "KBV_REQUIRE_SANDBOX"
@@ -76,20 +77,29 @@ def required(environ: dict[str, str] | None = None) -> bool:
 
 
 @functools.cache
-def python_paths(python: str) -> tuple[str, ...]:
+def python_paths(python: str, uid: int | None = None, gid: int | None = None) -> tuple[str, ...]:
     """The folders an interpreter needs to start and import torch: its prefixes and every sys.path entry (never the
-    repository itself: a venv inside it is bound alone), asked of that interpreter once per process."""
+    repository itself: a venv inside it is bound alone), asked of that interpreter once per process, as `uid` (the
+    kernel's: the launcher, root, runs nothing as root) and read back one per line."""
     probe = (
-        "import json, sys, sysconfig\n"
+        "import sys, sysconfig\n"
         "paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path}\n"
         "paths |= {sysconfig.get_paths()[k] for k in ('stdlib', 'platstdlib', 'purelib', 'platlib')}\n"
-        "print(json.dumps(sorted(p for p in paths if p)))\n"
+        "print('\\n'.join(sorted(p for p in paths if p and '\\n' not in p)))\n"
     )
+    identity: dict[str, Any] = {"user": uid, "group": gid, "extra_groups": []} if uid is not None else {}
     out = subprocess.run(
-        [python, "-I", "-c", probe], capture_output=True, text=True, timeout=60, check=True, env={"PATH": "/usr/bin"}
+        [python, "-I", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={"PATH": "/usr/bin"},
+        cwd="/",
+        **identity,
     ).stdout
     found = {os.path.realpath(python)}
-    for entry in json.loads(out):
+    for entry in out.splitlines():
         for path in {entry, os.path.realpath(entry)}:  # a venv's own path and the installation it links to
             if os.path.isdir(path) and os.path.realpath(path) != str(REPO_ROOT):  # never the whole repository
                 found.add(os.path.abspath(path))
@@ -115,20 +125,26 @@ class Plan:
     etc_dir: Path  # host folder with this sandbox's passwd and group files (read-only inside)
     cuda: bool
     handoff_dir: Path | None = None  # the orchestrator's folder for files the kernel reads, never writes
-    tmp_bytes: int = 1 << 30
+    io_dir: Path | None = None  # outputs on their way to the reference: read-write, at the same path inside
+    tmp_dir: Path | None = None  # the kernel's tmp disk (disk.py): its tmp/, var-tmp/, shm/ bound at /tmp, ...
+    tmp_bytes: int = 1 << 30  # without a tmp disk: the size of each of bwrap's own tmpfs there
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)
     unprivileged: bool = True  # add --unshare-user (bwrap is run as a non-root user)
 
-    def write_etc(self) -> None:
+    def etc_files(self) -> dict[str, str]:
         """A passwd and group naming only the sandbox's user (some libraries look the current user up)."""
+        return {
+            "passwd": f"root:x:0:0::/:/usr/sbin/nologin\nkernel:x:{self.uid}:{self.gid}::{self.private_dir}:"
+            "/usr/sbin/nologin\nnobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n",
+            "group": f"root:x:0:\nkernel:x:{self.gid}:\nnogroup:x:65534:\n",
+        }
+
+    def write_etc(self) -> None:
+        """etc_files into etc_dir (a folder of ours: the launcher writes them through a descriptor instead)."""
         self.etc_dir.mkdir(parents=True, exist_ok=True)
-        (self.etc_dir / "passwd").write_text(
-            f"root:x:0:0::/:/usr/sbin/nologin\nkernel:x:{self.uid}:{self.gid}::{self.private_dir}:/usr/sbin/nologin\n"
-            "nobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n"
-        )
-        (self.etc_dir / "group").write_text(f"root:x:0:\nkernel:x:{self.gid}:\nnogroup:x:65534:\n")
-        for name in ("passwd", "group"):
+        for name, text in self.etc_files().items():
+            (self.etc_dir / name).write_text(text)
             os.chmod(self.etc_dir / name, 0o644)
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
@@ -137,14 +153,16 @@ class Plan:
         under /tmp, /var/tmp or /dev/shm stays visible instead of being hidden by the tmpfs."""
         args = _namespaces_and_system(self.bwrap, self.unprivileged, self.uid, self.gid)
         args += ["--dev", "/dev", "--proc", "/proc"]
-        size = str(self.tmp_bytes)
-        for path in ("/tmp", "/var/tmp", "/dev/shm"):
-            args += ["--size", size, "--perms", "1777", "--tmpfs", path]
+        for name, path in zip(TMP_FOLDERS, ("/tmp", "/var/tmp", "/dev/shm"), strict=True):
+            if self.tmp_dir is not None:  # on the kernel's tmp disk: capped in bytes and inodes
+                args += ["--bind", str(self.tmp_dir / name), path]
+            else:
+                args += ["--size", str(self.tmp_bytes), "--perms", "1777", "--tmpfs", path]
         for name in ETC_FILES:
             args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         args += ["--ro-bind", str(self.etc_dir / "passwd"), "/etc/passwd"]
         args += ["--ro-bind", str(self.etc_dir / "group"), "/etc/group"]
-        for path in python_paths(self.python):
+        for path in python_paths(self.python, *((self.uid, self.gid) if os.geteuid() == 0 else ())):
             args += ["--ro-bind", path, path]
         harness = REPO_ROOT / "evaluator"
         args += ["--ro-bind", str(harness / "__init__.py"), str(harness / "__init__.py")]
@@ -157,6 +175,8 @@ class Plan:
             for path in ("/sys/devices", "/sys/bus", "/sys/module", "/proc/driver/nvidia"):
                 args += ["--ro-bind-try", path, path]
         args += ["--bind", str(self.private_dir), str(self.private_dir)]
+        if self.io_dir is not None:
+            args += ["--bind", str(self.io_dir), str(self.io_dir)]
         if self.handoff_dir is not None:
             args += ["--ro-bind", str(self.handoff_dir), str(self.handoff_dir)]
         args += ["--bind", str(self.build_dir), BUILD_DIR]
@@ -224,8 +244,8 @@ def probe_worker(python: str, work_root: Path) -> str | None:
     layout the sandbox cannot serve fails there, not on the first upload."""
     import tempfile
 
-    from evaluator.harness.sandbox.privileges import UID_BASE, check_runtime, give_to, open_path
-    from evaluator.harness.sandbox.spawn import build_env
+    from evaluator.harness.environ import worker_env
+    from evaluator.harness.sandbox.privileges import UID_BASE, check_runtime, open_path
 
     root = os.geteuid() == 0
     uid, gid = (UID_BASE, UID_BASE) if root else (os.getuid(), os.getgid())
@@ -233,14 +253,14 @@ def probe_worker(python: str, work_root: Path) -> str | None:
     work = Path(tempfile.mkdtemp(prefix="sandbox-probe-", dir=work_root))
     try:
         private, build = work / "candidate", work / "build"
-        for folder in (private / "tmp", build):
-            folder.mkdir(parents=True)
         ident = (uid, gid) if root else None
+        for folder in (private, private / "tmp", build):
+            folder.mkdir()
+            if ident is not None:
+                os.chown(folder, *ident)
         if ident is not None:
             open_path(work, ident)
             os.chmod(work, 0o711)
-            give_to(private, ident)
-            give_to(build, ident)
         plan = Plan(
             bwrap=bwrap_path() or "bwrap",
             python=python,
@@ -252,7 +272,7 @@ def probe_worker(python: str, work_root: Path) -> str | None:
             gid=gid,
         )
         plan.write_etc()
-        return check_runtime(python, ident, env=build_env(private_dir=private), cwd=private, wrap=plan.wrap)
+        return check_runtime(python, ident, env=worker_env(private_dir=private), cwd=private, wrap=plan.wrap)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -1,25 +1,24 @@
-"""Which Unix user runs the candidate worker, and the file ownership that goes with it. stdlib only.
+"""Which Unix users run an evaluation, and the permissions that go with them. stdlib only.
 
-A kernel is untrusted code. Run as the evaluator's own user (root in CI and on the GPU machine) it could write anywhere
-on the machine (red-team class C2, tests/redteam/abuse/write_outside_workdir.py). So when the orchestrator runs as root
-(effective uid 0) the candidate worker is started as an unprivileged user instead (spawn.Worker's `run_as`):
+A kernel is untrusted code. Run as root (CI and the GPU machine) it could write anywhere on the machine (red-team
+class C2, tests/redteam/abuse/write_outside_workdir.py). So where the launcher (launcher/) is root, each evaluation
+leases a slot of a machine-wide pool (UidLease: an flock in a root-only folder) and runs as two uids of its own:
+the kernel as UID_BASE + slot (200000 + slot) and the orchestrator and the reference worker as 300000 + slot (the
+launcher's ORCHESTRATOR_UID_BASE), so concurrent evaluations never share a user and nothing that reads the kernel's
+words is root.
 
-- `KBV_SANDBOX_USER` names that user: `auto` (default) leases a uid of the evaluation's own from a pool
-  (200000 + slot, see UidLease), so concurrent kernels never share a user; or a user name (65534:65534 when the
-  name does not exist) or a numeric `uid[:gid]`, shared by every evaluation. `off` keeps the candidate as the
-  evaluator's user (a machine where the sandbox user cannot open the GPU's device nodes, say).
-  When the evaluator is not root there is nothing to drop to: the candidate runs as the
-  evaluator's user, as before. The runner passes the variable to the harness process; workers never see it.
-- The worker keeps no supplementary groups. What becomes the user's: the candidate's private dir (HOME, TMPDIR, cwd,
-  its torch_extensions) with the io dir inside it, and, while the kernel builds, the compile-cache entry it builds
-  into (taken back right after). Everything else it can at most read: the reference's dir is 0o700, the evaluation's
-  work dir 0o711, the cache root and the repository stay the evaluator's.
-- The user must reach its files. Directories above the evaluation's work dir or a cache entry are where the caller
-  chose to run (pytest's 0o700 temporary dirs, tempfile.mkdtemp): those lacking it get search permission for others
-  (o+x: enter by name, never list, never write). The interpreter, its libraries and this repository are the host's
-  installation and are never changed by an evaluation: when the user cannot use them, the evaluation stops with an
-  infrastructure error naming the directory in the way. `python -m evaluator.harness.sandbox.privileges --open` (run by
-  `make install`) adds o+x along those paths once, e.g. on /root when Python lives in /root/.pyenv.
+- `KBV_SANDBOX_USER` names the kernel's user: `auto` (default) is the slot's uid; a user name (65534:65534 when the
+  name does not exist) or a numeric `uid[:gid]` is shared by every evaluation; `off` keeps the kernel as root (a
+  machine where no other user can open the GPU's device nodes, say; the launcher allows it only to a caller that is
+  root itself). Without root there is nothing to drop to: every process runs as the caller's user.
+- The workers keep no supplementary groups (the orchestrator keeps only its shared group). The kernel's folders are
+  new and its own on its disks (launcher/layout.py); the reference's folder is 0o700, the evaluation's folder 0o711.
+- The users must reach their files. Directories above the evaluation's folder are where the caller chose to run
+  (pytest's 0o700 temporary dirs, tempfile.mkdtemp): those lacking it get search permission for others (o+x: enter
+  by name, never list, never write). The interpreter, its libraries and this repository are the host's
+  installation and are never changed by an evaluation: when a user cannot use them, the evaluation stops with an
+  infrastructure error naming the directory in the way. `python -m evaluator.harness.sandbox.privileges --open` (run
+  by `make install`) adds o+x along those paths once, e.g. on /root when Python lives in /root/.pyenv.
 
 The user is one layer; the namespaces sandbox (namespaces.py: no network, a private view of the file system and of
 the processes) is the other, and the one that hides what is world-readable. Without bwrap (mode "uid") the user is
@@ -62,11 +61,13 @@ def uid_slots_dir() -> Path:
 
 
 def own_slots_dir(path: Path) -> None:
-    """Make the machine-wide slots folder (mode 0o700) or check the one there is ours: a folder planted by someone
-    else could hand two evaluations the same slot, so it is never trusted."""
+    """Make the machine-wide slots folder (mode 0o700) or check the one there is ours (or root's and shared with a
+    group of ours: the launcher's CPU slots for the orchestrators): a folder planted by someone else could hand two
+    evaluations the same slot, so it is never trusted."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = os.lstat(path)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+    shared = info.st_uid == 0 and info.st_gid in os.getgroups() and info.st_mode & 0o072 == 0o070
+    if not stat.S_ISDIR(info.st_mode) or not (info.st_uid == os.geteuid() or shared):
         raise RuntimeError(f"{path} is not a folder of this user's: cannot lease slots there")
 
 
@@ -195,10 +196,12 @@ def blocked_at(path: Path | str, ident: Identity, *, itself: bool = False) -> Pa
     return None
 
 
-def open_path(path: Path | str, ident: Identity | None, *, itself: bool = False) -> list[Path]:
+def open_path(
+    path: Path | str, ident: Identity | None, *, itself: bool = False, owner: int | None = None
+) -> list[Path]:
     """Add search permission (x for others, or for the class `ident` falls in; never r or w) to the directories on
-    the way to `path` that `ident` cannot enter and that this process owns; returns those it changed (the rest is for
-    `check_runtime` to report)."""
+    the way to `path` that `ident` cannot enter and that `owner` owns (default: this process's user; -1: anyone's,
+    for a caller that is root itself); returns those it changed (the rest is for `check_runtime` to report)."""
     changed: list[Path] = []
     if ident is None:
         return changed
@@ -207,57 +210,11 @@ def open_path(path: Path | str, ident: Identity | None, *, itself: bool = False)
             st = step.stat()
         except OSError:
             continue
-        if stat.S_ISDIR(st.st_mode) and not _may(st, ident, 1) and st.st_uid == os.geteuid():
+        mine = owner == -1 or st.st_uid == (os.geteuid() if owner is None else owner)
+        if stat.S_ISDIR(st.st_mode) and not _may(st, ident, 1) and mine:
             os.chmod(step, stat.S_IMODE(st.st_mode) | (1 << _shift(st, ident)))
             changed.append(step)
     return changed
-
-
-# --- ownership ------------------------------------------------------------------------------------------------------
-
-
-def _walk_chown(path: Path, uid: int, gid: int, strip_write: bool) -> None:
-    """chown a tree without ever following a symbolic link (the tree may hold links a kernel planted): os.fwalk keeps
-    directory fds, and each entry is changed through an O_NOFOLLOW fd or, for links and sockets, lchown."""
-
-    def fix(name: str, dir_fd: int | None) -> None:
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=dir_fd)
-        except OSError:  # a symbolic link (ELOOP), a socket (ENXIO): its own owner only, never its target's
-            os.chown(name, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
-            return
-        try:
-            info = os.fstat(fd)
-            if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-                return  # a hard link may be another user's file (a kernel's link to /etc/shadow): never chowned
-            os.fchown(fd, uid, gid)
-            mode = stat.S_IMODE(info.st_mode)
-            if strip_write and mode & 0o022:
-                os.fchmod(fd, mode & ~0o022)
-        finally:
-            os.close(fd)
-
-    fix(str(path), None)
-    if not path.is_dir() or path.is_symlink():
-        return
-    for _, dirs, files, dir_fd in os.fwalk(path, follow_symlinks=False):
-        for name in dirs + files:
-            fix(name, dir_fd)
-
-
-def give_to(path: Path | str, ident: Identity | None) -> None:
-    """Make `path` and everything under it belong to `ident` (no-op when None or when `path` does not exist)."""
-    path = Path(path)
-    if ident is not None and (path.exists() or path.is_symlink()):
-        _walk_chown(path, ident[0], ident[1], strip_write=False)
-
-
-def take_back(path: Path | str, ident: Identity | None) -> None:
-    """Give a tree that `ident` owned back to this process's user, without group/other write permission, so that the
-    former owner can no longer change it (no-op when `ident` is None or when `path` does not exist)."""
-    path = Path(path)
-    if ident is not None and (path.exists() or path.is_symlink()):
-        _walk_chown(path, os.geteuid(), os.getegid(), strip_write=True)
 
 
 # --- can the sandbox user run the worker at all? --------------------------------------------------------------------

@@ -1,11 +1,11 @@
-"""Spawning and talking to worker processes: scrubbed environment, own session, limits, own Unix user (the
-candidate, when the evaluator is root: see privileges.py), its namespaces sandbox (namespaces.py), pipes, watchdogs
-for host memory and for the bytes kept in its work folder.
+"""The orchestrator's side of one worker process: its pipes, its output drained into memory, the watchdogs for host
+memory and for the kernel's disks, and what it means when it stops answering. stdlib only, no privilege.
 
-stdlib only. The orchestrator owns both ends of each worker's pipes. A worker's stdout and stderr go into a pipe too,
-drained into memory (its head and tail, never parsed): no log file in a folder the kernel can write, so nothing of
-ours ever opens a path the kernel could have swapped for a link. Each worker runs in a cgroup of its own where the
-machine lets us make one (cgroup.py), so its memory and process limits count every process it starts.
+The launcher starts the worker (launcher/pair.py: its uid, its sandbox, its cgroup) and hands over only the
+orchestrator's ends: the command pipe's write end, the reply and output pipes' read ends and a pidfd that becomes
+readable when the worker ends. Killing it, and learning how it ended, are requests to the launcher (link.py). A
+worker's stdout and stderr go into a pipe drained into memory (its head and tail, never parsed): no log file in a
+folder the kernel can write, so nothing of ours ever opens a path the kernel could have swapped for a link.
 """
 
 from __future__ import annotations
@@ -15,102 +15,51 @@ import json
 import os
 import select
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from evaluator.harness.commands import Command
-from evaluator.harness.protocol import ENV_PASSTHROUGH
-from evaluator.harness.sandbox.cgroup import Cgroup
-from evaluator.harness.sandbox.privileges import UID_BASE, UID_SLOTS, Identity, give_to
-from evaluator.harness.sandbox.usage import folder_bytes, pids_rss, tree_pids
+from evaluator.harness.sandbox.disk_watch import DiskWatch
+from evaluator.harness.sandbox.link import LauncherError, Link, Spawned
+from evaluator.harness.sandbox.usage import pids_rss, tree_pids
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 LOG_KEEP_BYTES = 32 * 1024  # of a worker's output: this much of its head and of its tail
-CGROUP_PIDS = 8192  # tasks (threads count) in one worker's cgroup: torch starts a few dozen per process
 
 
 class WorkerError(Exception):
-    """A worker stopped answering: it died, ran out of time or out of memory."""
+    """A worker stopped answering: it died, ran out of time or out of memory, or filled its disk."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
-        self.kind = kind  # "died", "timeout", "memory", "protocol"
-
-
-def build_env(
-    *, private_dir: Path, extensions_dir: Path | None = None, extra: dict[str, str] | None = None
-) -> dict[str, str]:
-    """A worker environment built from scratch (an allowlist), with a private HOME and build dirs."""
-    env = {key: os.environ[key] for key in ENV_PASSTHROUGH if key in os.environ}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env.update(
-        HOME=str(private_dir),
-        TMPDIR=str(private_dir / "tmp"),
-        PYTHONPATH=str(REPO_ROOT),
-        PYTHONDONTWRITEBYTECODE="1",
-        PYTHONUNBUFFERED="1",
-        PYTHONNOUSERSITE="1",
-        # an idle worker's OpenMP threads sleep at once instead of spinning into its partner's timed block
-        # (candidate_cpu.py counts the kernel's CPU time there); both workers alike, so the ratio stays fair
-        OMP_WAIT_POLICY="PASSIVE",
-        # torch.compile builds in the worker itself, not in inductor's pool of compile processes: the pool's reader
-        # thread would fail an honest kernel's thread check, and its processes would outlive the worker
-        TORCHINDUCTOR_COMPILE_THREADS="1",
-    )
-    build = extensions_dir or (private_dir / "torch_extensions")
-    env["TORCH_EXTENSIONS_DIR"] = str(build)
-    env["TRITON_CACHE_DIR"] = str(build / "triton")
-    env.update(extra or {})
-    return env
-
-
-def kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+        self.kind = kind  # "died", "timeout", "memory", "disk", "protocol"
 
 
 class Worker:
-    """One long-lived worker process (`role` is "reference" or "candidate"), driven by JSON lines over two pipes.
-
-    With `run_as` (uid, gid) the process runs as that user with no supplementary groups, and its private dir (and
-    everything in it: tmp/, its build dirs) becomes that user's, mode 0o700. Its output goes into a pipe of ours.
-    """
+    """One long-lived worker process (`role` is "reference" or "candidate"), driven by JSON lines over two pipes."""
 
     def __init__(
         self,
         *,
         role: str,
-        private_dir: Path,
-        env: dict[str, str],
-        limits: dict[str, Any],
-        python: str | None = None,
+        link: Link,
+        spawned: Spawned,
         memory_limit_bytes: int = 0,
-        run_as: Identity | None = None,
-        wrap: Callable[[list[str]], list[str]] | None = None,
-        extra_fds: tuple[int, ...] = (),
-        disk_limit_bytes: int = 0,
-        disk_dirs: tuple[Path, ...] = (),
+        leased_uid: int | None = None,
+        disk: DiskWatch | None = None,
     ) -> None:
         self.role = role
-        self.private_dir = private_dir
-        self.env = env
-        self.limits = limits
-        self.python = python or sys.executable
+        self.link = link
+        self.spawned = spawned
+        self.cgroup = spawned.cgroup
         self.memory_limit_bytes = memory_limit_bytes
-        self.run_as = run_as
-        self.wrap = wrap  # e.g. namespaces.Plan.wrap: the command line that runs the worker in its sandbox
-        self.extra_fds = extra_fds  # inherited at the same numbers (the output hand-over socket)
-        self.disk_limit_bytes = disk_limit_bytes  # bytes the worker may keep in its private dir (and disk_dirs)
-        self.disk_dirs = disk_dirs
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.cgroup: Cgroup | None = None
-        self.cgroup_reason = "no memory limit"
+        self.leased_uid = leased_uid  # the kernel's own uid: its processes can be found by it (no cgroup)
+        self.disk = disk  # the kernel's disks (disk.py): a cap reached stops the worker with the cap named
+        self._cmd_w: int | None = spawned.cmd_w
+        self._rep_r: int | None = spawned.rep_r
+        self._pidfd: int | None = spawned.pidfd
         self._buffer = b""
         self._log_head = b""
         self._log_tail = b""
@@ -118,76 +67,19 @@ class Worker:
         self._log_lock = threading.Lock()
         self._killed_for: str | None = None
         self._stop = threading.Event()
+        self._code: int | None = None
         self.peak_rss = 0
 
     @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
-
-    def _leased_uid(self) -> int | None:
-        """The worker's uid when it is this evaluation's own (a leased one): its processes can be found by it."""
-        if self.run_as is not None and UID_BASE <= self.run_as[0] < UID_BASE + UID_SLOTS:
-            return self.run_as[0]
-        return None
+    def pid(self) -> int:
+        return self.spawned.pid
 
     def start(self) -> None:
-        """Spawn the worker in a new session (its pgid is its pid) with only its own two pipe ends, in a cgroup of its
-        own when one can be made, as `run_as` when given."""
-        self.private_dir.mkdir(parents=True, exist_ok=True)
-        if not os.path.lexists(self.private_dir / "tmp"):  # a later pair: whatever the kernel left there is its own
-            (self.private_dir / "tmp").mkdir()
-        if self.run_as is not None:
-            give_to(self.private_dir, self.run_as)
-            os.chmod(self.private_dir, 0o700)
-        if self.memory_limit_bytes:
-            name = f"{os.getpid()}-{self.role}-{time.monotonic_ns()}"
-            self.cgroup, self.cgroup_reason = Cgroup.make(name, memory_bytes=self.memory_limit_bytes, pids=CGROUP_PIDS)
-        cmd_r, self._cmd_w = os.pipe()
-        self._rep_r, rep_w = os.pipe()
-        log_r, log_w = os.pipe()
-        args = [
-            self.python,
-            "-m",
-            f"evaluator.harness.workers.{self.role}_worker",
-            str(cmd_r),
-            str(rep_w),
-            json.dumps(self.limits),
-        ]
-        if self.wrap is not None:
-            args = self.wrap(args)
-        cgroup, run_as = self.cgroup, self.run_as
-
-        def child() -> None:  # between fork and exec: into the cgroup first (as us), then become the kernel's user
-            if cgroup is not None:
-                cgroup.enter()
-            if run_as is not None:
-                os.setgroups([])
-                os.setresgid(run_as[1], run_as[1], run_as[1])
-                os.setresuid(run_as[0], run_as[0], run_as[0])
-
-        try:
-            if cgroup is not None:
-                cgroup.open_for_child()
-            self.proc = subprocess.Popen(
-                args,
-                cwd=self.private_dir,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=log_w,
-                stderr=log_w,
-                pass_fds=(cmd_r, rep_w, *self.extra_fds),
-                start_new_session=True,
-                preexec_fn=child if (cgroup is not None or run_as is not None) else None,
-            )
-        finally:
-            if cgroup is not None:
-                cgroup.close_for_child()
-            os.close(cmd_r)
-            os.close(rep_w)
-            os.close(log_w)
-        threading.Thread(target=self._drain_log, args=(log_r,), name=f"log-{self.role}", daemon=True).start()
-        if self.memory_limit_bytes or self.disk_limit_bytes:
-            threading.Thread(target=self._watch_memory, name=f"rss-{self.role}", daemon=True).start()
+        """Drain its output, and watch its memory and disks."""
+        threading.Thread(target=self._drain_log, args=(self.spawned.log_r,), name=f"log-{self.role}",
+                         daemon=True).start()  # fmt: skip
+        if self.memory_limit_bytes or self.disk is not None:
+            threading.Thread(target=self._watch, name=f"rss-{self.role}", daemon=True).start()
 
     def _drain_log(self, fd: int) -> None:
         """Keep the head and the tail of the worker's output (a kernel may print without end)."""
@@ -207,17 +99,18 @@ class Worker:
         finally:
             os.close(fd)
 
+    def alive(self) -> bool:
+        return self._pidfd is not None and not select.select([self._pidfd], [], [], 0)[0]
+
     def processes(self) -> list[int]:
         """Every process of this worker: its cgroup's, else its process tree and its leased uid's."""
-        assert self.proc is not None
         if self.cgroup is not None:
             return self.cgroup.pids()
-        return tree_pids(self.proc.pid, self._leased_uid())
+        return tree_pids(self.pid, self.leased_uid)
 
-    def _watch_memory(self) -> None:
-        assert self.proc is not None
+    def _watch(self) -> None:
         ticks = 0
-        while not self._stop.wait(0.05) and self.proc.poll() is None:
+        while not self._stop.wait(0.05) and self.alive():
             ticks += 1
             why = self._over_limit(ticks)
             if why is not None:
@@ -236,10 +129,8 @@ class Worker:
             self.peak_rss = max(self.peak_rss, rss)
             if rss > self.memory_limit_bytes:
                 return f"host memory limit exceeded ({rss >> 20} MiB > {self.memory_limit_bytes >> 20} MiB)"
-        if self.disk_limit_bytes and ticks % 20 == 0:  # once a second: walking a build tree costs more
-            used = sum(folder_bytes(d) for d in (self.private_dir, *self.disk_dirs))
-            if used > self.disk_limit_bytes:
-                return f"work folder limit exceeded ({used >> 20} MiB > {self.disk_limit_bytes >> 20} MiB)"
+        if self.disk is not None and ticks % (4 if self.disk.mounted else 20) == 0:  # a walk (no root) costs more
+            return self.disk.reached()
         return None
 
     def _cgroup_oom(self) -> str:
@@ -248,26 +139,37 @@ class Worker:
         )
 
     def _kill_all(self) -> None:
-        """SIGKILL the worker's process group and every other process of its own (cgroup, tree, leased uid)."""
-        assert self.proc is not None
-        kill_group(self.proc.pid)
-        if self.cgroup is not None:
-            self.cgroup.kill()
-            return
-        for pid in self.processes():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+        """The worker's process group and every other process of its own, killed by the launcher."""
+        with contextlib.suppress(LauncherError):
+            self.link.kill(self.role)
+
+    def _wait(self, timeout: float) -> int | None:
+        """How the worker ended (its exit code, or minus its signal), waiting up to `timeout` for its pidfd."""
+        if self._code is not None:
+            return self._code
+        if self._pidfd is not None:
+            select.select([self._pidfd], [], [], max(timeout, 0.0))
+        deadline = time.monotonic() + 2  # ended: the launcher reaps it within its next round
+        while time.monotonic() < deadline:
+            try:
+                self._code = self.link.status(self.role)
+            except LauncherError:
+                return None
+            if self._code is not None or self.alive():
+                break
+            time.sleep(0.02)
+        return self._code
 
     def request(
         self, message: dict[str, Any], timeout: float, extend: Callable[[float], float] | None = None
     ) -> dict[str, Any]:
-        """Send one command and wait for its reply; raise WorkerError on death, timeout or memory kill. `extend`,
-        called about every 0.5 s while waiting with the deadline (monotonic), returns it, pushed back or not (the
-        candidate's build allowance: orchestrator/build_watch.py)."""
-        assert self.proc is not None
+        """Send one command and wait for its reply; raise WorkerError on death, timeout, memory or disk kill.
+        `extend`, called about every 0.5 s while waiting with the deadline (monotonic), returns it, pushed back or
+        not (the candidate's build allowance: orchestrator/build_watch.py)."""
+        assert self._cmd_w is not None and self._rep_r is not None
         try:
             os.write(self._cmd_w, (json.dumps(message) + "\n").encode())
-        except (BrokenPipeError, OSError):
+        except OSError:
             self._raise_dead()
         deadline = time.monotonic() + max(timeout, 0.0)
         while b"\n" not in self._buffer:
@@ -277,9 +179,9 @@ class Worker:
             if left <= 0:
                 self.kill()
                 raise WorkerError("timeout", f"{self.role} worker timed out after {timeout:.0f} s")
-            ready, _, _ = select.select([self._rep_r], [], [], min(left, 0.5))
-            if not ready:
-                if self.proc.poll() is not None:
+            ready, _, _ = select.select([self._rep_r, *([self._pidfd] if self._pidfd else [])], [], [], min(left, 0.5))
+            if self._rep_r not in ready:
+                if ready:  # its pidfd: the worker ended (anything it wrote before is read first)
                     self._raise_dead()
                 continue
             chunk = os.read(self._rep_r, 1 << 16)
@@ -298,19 +200,19 @@ class Worker:
         if not isinstance(reply, dict):
             self.kill()
             raise WorkerError("protocol", f"{self.role} worker sent a non-object message")
+        if self.disk is not None and (why := self.disk.reached()) is not None:  # full when its step ended
+            self._killed_for = why
+            self.kill()
+            raise WorkerError("disk", why)
         return reply
 
     def _raise_dead(self) -> None:
-        assert self.proc is not None
-        try:
-            code = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            code = None
+        code = self._wait(5)
         self._kill_all()
         if self._killed_for is None and self.cgroup is not None and self.cgroup.oom_killed():
             self._killed_for = self._cgroup_oom()
         if self._killed_for:
-            raise WorkerError("memory", self._killed_for)
+            raise WorkerError("disk" if self._killed_for.startswith("disk") else "memory", self._killed_for)
         if code is not None and code < 0:
             how = f"was killed by signal {signal.Signals(-code).name}"
         else:
@@ -326,31 +228,27 @@ class Worker:
         return text if len(text) <= limit else text[: limit // 3] + "\n[...]\n" + text[-(2 * limit) // 3 :]
 
     def kill(self) -> None:
-        """SIGKILL the worker's whole process group (it is its own session leader) and reap it."""
+        """Have the launcher kill the worker's whole process group (and its cgroup); wait for it to end."""
         self._stop.set()
-        if self.proc is None:
+        if self._pidfd is None:
             return
         self._kill_all()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=10)
-        if self.cgroup is not None:
-            self.cgroup.remove()
-        for fd in (getattr(self, "_cmd_w", None), getattr(self, "_rep_r", None)):
+        self._wait(10)
+        for fd in (self._cmd_w, self._rep_r, self._pidfd):
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        self._cmd_w = self._rep_r = None  # type: ignore[assignment]
+        self._cmd_w = self._rep_r = self._pidfd = None
 
     def ask_exit(self) -> None:
         """Ask the worker to exit without waiting (close() waits): several workers then tear down side by side."""
-        if self.proc is not None and self.proc.poll() is None and self._cmd_w is not None:
+        if self._cmd_w is not None and self.alive():
             with contextlib.suppress(OSError):
                 os.write(self._cmd_w, (json.dumps({"cmd": Command.EXIT}) + "\n").encode())
 
     def close(self, timeout: float = 5.0) -> None:
         """Ask politely, then kill the group anyway (grandchildren must never outlive an evaluation)."""
         self.ask_exit()
-        if self.proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=timeout)
+        if self._pidfd is not None:
+            select.select([self._pidfd], [], [], timeout)
         self.kill()

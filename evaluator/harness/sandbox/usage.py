@@ -1,13 +1,11 @@
-"""What a worker's processes use, read from /proc and the file system: which processes are its, their resident
-memory, and the bytes kept in its folder (the memory and disk watchdogs of spawn.py; cpu_pin.py's pinning). stdlib
-only; never follows a link in a folder the kernel can write.
+"""What a worker's processes use, read from /proc: which processes are its and their resident memory (the memory
+watchdog of spawn.py; cpu_pin.py's pinning). stdlib only. What the kernel keeps on disk is disk.py's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from pathlib import Path
 
 from evaluator.harness.sandbox.candidate_cpu import descendants
 
@@ -50,17 +48,4 @@ def pids_rss(pids: list[int]) -> int:
                 total += int(fh.read().split()[1]) * page
         except (OSError, ValueError, IndexError):
             continue
-    return total
-
-
-def folder_bytes(root: Path, skip: tuple[str, ...] = ("io",)) -> int:
-    """Bytes allocated by the files under a folder (never following links: the tree is a kernel's), except its
-    `skip` subfolders (io/: outputs on their way to the reference, bounded per file by max_output_mb)."""
-    total = 0
-    for dirpath, dirs, files in os.walk(root, followlinks=False):
-        if dirpath == str(root):
-            dirs[:] = [d for d in dirs if d not in skip]
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
     return total
