@@ -14,15 +14,7 @@
 # pair_starts_under_exclusive_lock = 0, sandbox ["namespaces"].
 set -euo pipefail
 OUT=${OUT:-/tmp/kbv-minutes}
-# bubblewrap: KBV_BWRAP, else `bwrap` on PATH, else the Debian packages in .debs/ unpacked here (not into /). Without
-# it the evaluations fall back to the uid sandbox, and the summary's `sandbox` says so (2026-12-04's bundle did).
-if [ -z "${KBV_BWRAP:-}" ] && ! command -v bwrap >/dev/null 2>&1 && compgen -G ".debs/*.deb" >/dev/null; then
-    BW=$(mktemp -d /tmp/kbv-bwrap.XXXXXX)
-    for f in .debs/*.deb; do dpkg -x "$f" "$BW"; done
-    chmod -R o+rX "$BW"
-    export KBV_BWRAP="$BW/usr/bin/bwrap"
-fi
-python3 -m evaluator.harness.sandbox.privileges --open >/dev/null 2>&1 || true
+source benchmarks/bwrap_from_debs.sh  # bubblewrap from .debs/ where the machine has none
 PART=${PART:-repeats}
 STATE=${STATE:-$OUT}
 SUMMARY='import json,sys; s=json.load(open(sys.argv[1])); print(json.dumps({k: s.get(k) for k in ("evaluated","wall_s","statuses","sandbox","exclusive_timing_share","sum_exclusive_s","sum_exclusive_timing_s","sum_exclusive_other_s","pair_starts","sum_pair_start_s","pair_starts_under_exclusive_lock","sum_gpu_wait_s","timing_unstable","spread")}, indent=1))'

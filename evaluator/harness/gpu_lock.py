@@ -21,6 +21,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
+def open_lock_file(path: Path) -> int:
+    """A lock file every evaluation may flock, whatever uid its orchestrator runs as (0o666, umask aside)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except PermissionError:  # another uid's, not yet opened up: flock needs no write access
+        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with contextlib.suppress(OSError):
+        os.fchmod(fd, 0o666)
+    return fd
+
+
 class LockTimeout(Exception):
     """The GPU stayed busy past the caller's deadline."""
 
@@ -40,15 +51,8 @@ class DeviceLock:
         self._fds: tuple[int, int] | None = None  # (turnstile, device) while held
 
     def _open(self, path: Path) -> int:
-        """Lock files every evaluation may flock, whatever uid its orchestrator runs as."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-        except PermissionError:  # another uid's, not yet opened up: flock needs no write access
-            return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with contextlib.suppress(OSError):
-            os.fchmod(fd, 0o666)
-        return fd
+        return open_lock_file(path)
 
     def _flock(self, fd: int, mode: int, deadline: float) -> None:
         started = time.monotonic()

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluator.harness.gpu_lock import open_lock_file
+
 POLL_S = 0.05
 
 
@@ -49,17 +51,6 @@ class Admission:
             f"waited {self.waited_s:.1f} s for {self.reserved_bytes / 2**30:.1f} GiB: {self.others_at_wait} other "
             f"evaluations held {self.others_bytes_at_wait / 2**30:.1f} of {self.capacity_bytes / 2**30:.1f} GiB"
         )
-
-
-def _open_shared_file(path: Path) -> int:
-    """A lock file every evaluation's process may flock, whatever uid it runs as (0o666, umask aside)."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-    except PermissionError:  # another uid's, not yet opened up: flock needs no write access
-        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    with contextlib.suppress(OSError):
-        os.fchmod(fd, 0o666)
-    return fd
 
 
 class MemoryLedger:
@@ -104,7 +95,7 @@ class MemoryLedger:
         with contextlib.suppress(OSError):
             self.folder.mkdir(mode=0o777)
             os.chmod(self.folder, 0o1777)  # every evaluation's uid adds its own; only the owner removes a live one
-        fd = _open_shared_file(self.ledger_path)
+        fd = open_lock_file(self.ledger_path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -140,12 +131,12 @@ class MemoryLedger:
                 with self._ledger():
                     count, held = self._held()
                     if held + nbytes <= capacity or count == 0:
-                        fd = _open_shared_file(path)
+                        fd = open_lock_file(path)
                         fcntl.flock(fd, fcntl.LOCK_EX)
                         os.write(fd, str(nbytes).encode())
                     elif waiter is None:
                         admission.others_at_wait, admission.others_bytes_at_wait = count, held
-                        waiter = _open_shared_file(waiting)
+                        waiter = open_lock_file(waiting)
                         fcntl.flock(waiter, fcntl.LOCK_EX)
                 if waiter is not None and fd is not None:
                     with contextlib.suppress(OSError):
