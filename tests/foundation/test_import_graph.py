@@ -227,11 +227,20 @@ HARNESS_DOOR = {
 }
 # ... and, for these modules only, exactly these parts of it.
 HARNESS_EXCEPTIONS = {
-    "evaluator.runner": {  # starts the harness process inside its sandbox
-        "evaluator.harness.sandbox.confine",
+    "evaluator.runner": {  # asks the launcher to start the harness inside its sandbox
+        "evaluator.harness.sandbox.disk",
+        "evaluator.harness.sandbox.launching",
         "evaluator.harness.sandbox.namespaces",
-        "evaluator.harness.sandbox.privileges",
     },
+    # the app's processes dropping root: the launcher's zygote started first, the app's folders handed over by
+    # descriptors in bounded walks
+    "evaluator.service_user": {
+        "evaluator.harness.sandbox.beneath",
+        "evaluator.harness.sandbox.launching",
+        "evaluator.harness.sandbox.privileges",
+        "evaluator.harness.sandbox.trees",
+    },
+    "evaluator.orphans": {"evaluator.harness.sandbox.beneath"},  # a dead worker's work folder read by descriptor
     "evaluator.services.work": {"evaluator.harness.workers.flops"},  # counts a trusted problem file on the meta device
     "evaluator.services.reproduction": {  # compares a re-run's record with the stored one
         "evaluator.harness.orchestrator",
