@@ -147,15 +147,20 @@ def test_the_allowance_adds_only_time_seen_building_up_to_the_ceiling():
 
 
 def test_a_compiler_among_the_processes_is_seen(tmp_path):
+    """A compiler is told by its process name; the processes are fresh ones (this test process may hold a build
+    watcher thread of its own, started by a worker module another test imported)."""
     fake = tmp_path / "cc1plus"
-    shutil.copy(shutil.which("sleep") or "/bin/sleep", fake)
+    sleep = shutil.which("sleep") or "/bin/sleep"
+    shutil.copy(sleep, fake)
     proc = subprocess.Popen([str(fake), "30"])
+    plain = subprocess.Popen([sleep, "30"])
     try:
-        assert building([os.getpid(), proc.pid]) == "cc1plus"
-        assert building([os.getpid()]) is None
+        assert building([plain.pid, proc.pid]) == "cc1plus"
+        assert building([plain.pid]) is None
     finally:
-        proc.kill()
-        proc.wait()
+        for child in (proc, plain):
+            child.kill()
+            child.wait()
 
 
 def test_the_worker_watcher_names_a_build_in_its_own_process():
