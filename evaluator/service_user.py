@@ -15,9 +15,12 @@ the kernels' uids. stdlib only, no Django: it runs before the app is imported.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import pwd
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from evaluator.harness.sandbox.beneath import open_dir, open_trusted_dir
@@ -31,6 +34,7 @@ FALLBACK_ID = 199999
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HARNESS_FOLDERS = ("EVALUATOR_WORK_DIR", "EVALUATOR_COMPILE_CACHE_DIR", "EVALUATOR_GPU_LOCK_DIR")
 _zygote: object = None  # the zygote's socket, held for the life of the process
+PR_SET_PDEATHSIG, PR_GET_PDEATHSIG = 1, 2  # linux/prctl.h
 
 
 def service_identity(value: str) -> tuple[int, int, str] | None:
@@ -116,11 +120,30 @@ def drop_privileges(program: str, *, launcher: bool = False) -> None:
         os.environ[ZYGOTE_VAR] = str(zygote.fileno())
         _zygote = zygote
         held = "; evaluations go through the root launcher's zygote"
-    os.setgroups([])
-    os.setresgid(gid, gid, gid)
-    os.setresuid(uid, uid, uid)
+    with _parent_death_signal_kept():
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
     os.environ.update(USER=name, LOGNAME=name, HOME=str(app_folders(dict(os.environ))[0][0]))
     print(f"{program}: started as root; running as uid {uid} ({name}), gid {gid}{held}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _parent_death_signal_kept() -> Iterator[None]:
+    """Linux clears a process's parent-death signal when its uid or gid changes, so a web server or worker that its
+    supervisor armed to die with it (scripts/run_all.py) would outlive a SIGKILLed `make run` once it dropped root.
+    Re-arm it after the change, and act on it at once if the parent died in between."""
+    if not sys.platform.startswith("linux"):
+        yield
+        return
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    armed, parent = ctypes.c_int(0), os.getppid()
+    prctl(PR_GET_PDEATHSIG, ctypes.byref(armed), 0, 0, 0)
+    yield
+    if armed.value:
+        prctl(PR_SET_PDEATHSIG, armed.value, 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.Signals(armed.value))
 
 
 def is_celery_program(argv: list[str]) -> tuple[bool, bool]:

@@ -51,6 +51,29 @@ def test_manage_py_started_as_root_runs_as_the_service_user(tmp_path):
     assert var.stat().st_uid == uid and (var / "celery").stat().st_uid == uid  # made by the app, as its user
 
 
+@needs_root
+def test_the_drop_keeps_the_parent_death_signal_its_supervisor_armed(tmp_path):
+    """Linux clears it on a uid change; `make run`'s supervisor arms it so nothing outlives a SIGKILLed make."""
+    read = (
+        "import ctypes, os; v = ctypes.c_int(); ctypes.CDLL(None).prctl(2, ctypes.byref(v), 0, 0, 0); "  # GET
+        "print('sig', os.getuid(), v.value)"
+    )
+    armed = (
+        "import ctypes, os, signal, sys; ctypes.CDLL(None).prctl(1, int(signal.SIGTERM), 0, 0, 0); "  # SET
+        f"os.execv(sys.executable, [sys.executable, 'manage.py', 'shell', '-c', {read!r}])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", armed],
+        cwd=REPO_ROOT,
+        env=_env(tmp_path / "var"),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"sig {service_identity('auto')[0]} {int(signal.SIGTERM)}" in done.stdout, done.stdout + done.stderr
+
+
 def _argv(pid: int) -> list[bytes]:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
