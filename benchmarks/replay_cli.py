@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks import replay_bundle as rb
+from benchmarks import replay_jobs as rb
 from benchmarks.replay_model import CPU_PARALLELISM, DRAIN_S, SHARED_PARALLELISM, SHARED_ROLES, Policy
 from benchmarks.replay_problems import baseline_ms, declared_bytes
 from benchmarks.replay_work import Piece, deflate, median, read_rows, row_pieces

@@ -1,0 +1,304 @@
+"""The bundle replay's jobs (replay_bundle.py runs it): the evaluations a replay schedules, their work taken from a
+GPU run's rows (Source), their policy scaling, the prediction and its comparison with what a run measured. Standard
+library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bundle_gpu import load_bundle
+from benchmarks.replay_model import Job, Policy
+from benchmarks.replay_problems import GIB, baseline_ms, declared_bytes
+from benchmarks.replay_sim import Outcome, simulate
+from benchmarks.replay_work import (
+    class_medians,
+    deflate,
+    job_of,
+    median,
+    median_job,
+    problem_class,
+    read_rows,
+    row_pieces,
+)
+
+HERE = Path(__file__).resolve().parent
+
+RESULTS = HERE / "results"
+CALIBRATION_RUN = RESULTS / "policy-h200" / "bundle-3.jsonl"
+# The work of a prediction: the 2026-12-04 runs under today's holds (the repeats left out: one problem five times).
+DEFAULT_ROWS = [
+    RESULTS / "policy-h200" / f"{name}.jsonl" for name in ("bundle-3", "sample-1", "sample-2", "real8-1", "real8-2")
+]
+H200_GIB = 139.80  # torch's total_memory of the H200 (the out-of-memory message in bundle-3.jsonl)
+PAIRS_BELOW_MS = 1.0  # protocol.Options.pairs_below_ms: a sub-ms baseline is timed in process_pairs (2) pairs
+# Launch-bound (timed in several pairs: pair_policy.pairs_wanted) when the TF32 baseline spends under this much GPU
+# time per operator its forward dispatches on the meta device: measured, the eight cuDNN RNNs of L3 sit at 0.7-1.5 us
+# per operator and the launch-bound CNNs at 10-24 (3-4 pairs each), every problem a run timed in one pair only
+# above 170 (benchmarks/results/*/*.jsonl).
+LAUNCH_US_PER_OP = 25.0
+
+
+def is_current(rows: list[dict[str, Any]]) -> bool:
+    """Rows of the memory-admission policy (2026-12-04 on) carry gpu_memory_wait; older ones ran the 1 GB rule."""
+    return any("gpu_memory_wait" in (r.get("phases") or {}) for r in rows)
+
+
+def row_policy(rows: list[dict[str, Any]], policy: Policy) -> Policy:
+    """The hold rules a run's rows ran under (for dividing out their contention)."""
+    if is_current(rows):
+        return replace(policy, exclusive="loops", alone_above_mb=0.0, shared_holds="command")
+    return replace(policy, exclusive="timing", alone_above_mb=1024.0, shared_holds="phase")
+
+
+class Source:
+    """The work the replay knows: jobs from rows (by key, in row order), class medians, compile seconds."""
+
+    def __init__(self, paths: list[Path], policy: Policy, table: dict[str, Any], declare: str) -> None:
+        self.table, self.declare, self.capacity = table, declare, policy.capacity or int(0.9 * H200_GIB * GIB)
+        self.by_key: dict[str, list[Job]] = {}
+        self.spawns: list[float] = []
+        self.compiles: list[float] = []
+        self.known_pairs: dict[str, int] = {}
+        self.call_ms = baseline_ms()
+        finished: list[Job] = []
+        for path in paths:
+            rows = read_rows(path)
+            evals = [r for r in rows if r.get("phase") == "evaluate" and r.get("phases")]
+            works = [row_pieces(r, is_current(rows), self.call_ms.get(r["key"], 0.0)) for r in evals]
+            footprints = {k: self.footprint(k) for k in {r["key"] for r in evals}}
+            compiled = deflate(
+                works, [r for r in rows if r.get("phase") == "compile"], row_policy(rows, policy), footprints
+            )
+            self.compiles += [x.work for x in compiled]
+            for work in works:
+                key = work.row["key"]
+                if work.row.get("pairs"):
+                    self.known_pairs.setdefault(key, work.pairs)
+                job = job_of(work, problem_class(work.pairs, self.peak(key)), self.declared(key), footprints[key])
+                if work.row.get("status") != "timeout":  # a failure part-way replays the part it ran
+                    self.by_key.setdefault(key, []).append(job)
+                if work.row.get("status") == "ok":
+                    finished.append(job)
+                    self.spawns.append(job.spawn)
+        self.medians = class_medians(finished)
+        # Building the reference is host work in proportion to the meta-device count it runs (minutes for the cuDNN
+        # RNNs): seconds of it per second the count took on this machine, over the rows where the count is long;
+        # a later pair's start is that again after its workers' start-up.
+        preps = [(j, next(s.work for s in j.segments if s.role == "prep")) for j in finished]
+        counted = [(j, prep, (self.counts(j.key) or {}).get("count_s") or 0.0) for j, prep in preps]
+        self.prep_per_count_s = median([prep / c for _, prep, c in counted if c >= 1.0]) or 0.0
+        self.pair_start_extra = median(
+            [s.work - prep for j, prep in preps for s in j.segments if s.role == "pair_start"]
+        )
+
+    def evidence(self, expected: dict[str, float | None]) -> dict[str, Any]:
+        """What the fills rest on: the reference build's host seconds per second of counting, a later pair's start
+        beyond it, the GPU time per dispatched operator of the problems the rows timed in one pair and in several
+        (sub-ms ones aside: they get two pairs for their length), and the problems that declare the whole device."""
+        per_op: dict[str, list[float]] = {"one pair": [], "several pairs": []}
+        for key, pairs in self.known_pairs.items():
+            ops, ms = (self.counts(key) or {}).get("ops"), expected.get(key)
+            if ops and ms and ms >= PAIRS_BELOW_MS:
+                per_op["one pair" if pairs == 1 else "several pairs"].append(ms * 1000 / ops)
+        return {
+            "prep_s_per_count_s": round(self.prep_per_count_s, 3),
+            "pair_start_beyond_prep_s": round(self.pair_start_extra, 2),
+            "us_per_operator": {k: [round(min(v), 1), round(max(v), 1)] for k, v in per_op.items() if v},
+            "whole_device_declarations": sorted(k for k in self.table if self.declared(k) >= self.capacity),
+        }
+
+    def counts(self, key: str) -> dict[str, Any] | None:
+        got = self.table.get(key)
+        return got if isinstance(got, dict) else None
+
+    def peak(self, key: str) -> int | None:
+        counts = self.counts(key)
+        return int(counts["peak_bytes"]) if counts else None
+
+    def footprint(self, key: str) -> int | None:
+        counts = self.counts(key)
+        return int(counts["input_bytes"]) + int(counts["output_bytes"]) if counts else None
+
+    def declared(self, key: str) -> int:
+        return declared_bytes(self.counts(key), self.capacity, self.declare)
+
+    def pairs(self, key: str, expected_ms: float | None) -> int:
+        """A problem's process pairs: as a run measured it; else the launch class's median for a launch-bound one
+        (LAUNCH_US_PER_OP), 2 for a sub-ms baseline, 1 otherwise."""
+        if key in self.known_pairs:
+            return self.known_pairs[key]
+        ops = (self.counts(key) or {}).get("ops")
+        if expected_ms and ops and expected_ms * 1000 / ops < LAUNCH_US_PER_OP:
+            return max(3, round((self.medians.get("launch") or {}).get("pairs", 3.0)))
+        return 2 if expected_ms is not None and expected_ms < PAIRS_BELOW_MS else 1
+
+    def job(self, item: dict[str, Any], used: dict[str, int]) -> tuple[Job, bool]:
+        """The item's job (a row's if any is left for its key, else its class's medians) and whether from a row."""
+        key = item["key"]
+        rows = self.by_key.get(key, [])
+        compile_s = median(self.compiles) if self.compiles else 90.0  # no compile row: about what bundle-3 took
+        if used.get(key, 0) < len(rows):
+            job = rows[used.get(key, 0)]
+            used[key] = used.get(key, 0) + 1
+            from_row = True
+        else:
+            pairs = self.pairs(key, item.get("expected_ms"))
+            cls = problem_class(pairs, self.peak(key))
+            medians = self.medians.get(cls) or next(iter(self.medians.values()))
+            prep = self.prep_per_count_s * ((self.counts(key) or {}).get("count_s") or 0.0)
+            own = {
+                "declared": self.declared(key),
+                "footprint": self.footprint(key),
+                "call_ms": self.call_ms.get(key, 0.0),
+                "prep": prep,
+                "pair_start": self.pair_start_extra + prep,
+            }
+            job = median_job(key, cls, medians, pairs, own)
+            from_row = False
+        if item.get("kind") == "load_inline":
+            job = replace(job, compile_s=compile_s)
+        return job, from_row
+
+
+def bundle_items(only: list[str], limit: int, repeats: int) -> list[dict[str, Any]]:
+    bundle = load_bundle([1, 2, 3])
+    if only:
+        bundle = [b for b in bundle if b["key"] in only]
+    if limit:
+        bundle = bundle[:limit]
+    return [b for b in bundle for _ in range(repeats)]
+
+
+def run_items(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items a run had (evaluated, skipped, and the kernels it compiled), in load_bundle's order."""
+    want: dict[str, int] = {}
+    for r in rows:
+        if r.get("phase") in ("evaluate", "skipped"):
+            want[r["key"]] = want.get(r["key"], 0) + 1
+    for r in rows:
+        if r.get("phase") == "compile" and r["key"] not in want:
+            want[r["key"]] = 1
+    return [b for b in load_bundle([1, 2, 3]) for _ in range(want.get(b["key"], 0))]
+
+
+def make_jobs(items: list[dict[str, Any]], source: Source) -> tuple[list[Job], int]:
+    used: dict[str, int] = {}
+    jobs, from_rows = [], 0
+    for item in items:
+        job, from_row = source.job(item, used)
+        jobs.append(job)
+        from_rows += from_row
+    return jobs, from_rows
+
+
+def summary(outcomes: list[Outcome], totals: dict[str, float], jobs: list[Job], first: list[int]) -> dict[str, Any]:
+    """The prediction: totals, when the first N evaluations had ended, per-class medians."""
+    ends = sorted(o.end for o in outcomes if o.end is not None)
+    classes: dict[str, Any] = {}
+    for cls in sorted({j.cls for j in jobs}):
+        mine = [(j, o) for j, o in zip(jobs, outcomes, strict=True) if j.cls == cls and o.end is not None]
+        if not mine:
+            continue
+        classes[cls] = {
+            "evaluations": len(mine),
+            "median_wall_s": round(median([(o.end or 0.0) - (o.start or 0.0) for _, o in mine]), 1),
+            "median_exclusive_s": round(median([o.exclusive for _, o in mine]), 2),
+            "median_work_s": round(median([j.spawn + sum(s.work for s in j.segments) for j, _ in mine]), 1),
+            "median_memory_wait_s": round(median([o.memory_wait for _, o in mine]), 1),
+        }
+    return {
+        **{k: round(v, 3) if k.endswith(("share", "fraction")) else round(v, 1) for k, v in totals.items()},
+        "timeouts": sum(o.status == "timeout" for o in outcomes),
+        "sum_memory_wait_s": round(sum(o.memory_wait for o in outcomes), 1),
+        "sum_lock_wait_s": round(sum(o.lock_wait for o in outcomes), 1),
+        "first_n_ended_s": {n: round(ends[n - 1], 1) for n in first if 0 < n <= len(ends)},
+        "classes": classes,
+    }
+
+
+def measured(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The same figures from a run's own rows."""
+    evals = [r for r in rows if r.get("phase") == "evaluate"]
+    phases = [r.get("phases") or {} for r in evals]
+    held = sum(p.get("exclusive_s") or 0.0 for p in phases)
+    return {
+        "wall_s": round(max(float(r["ended_at_s"]) for r in rows), 1),
+        "evaluated": len(evals),
+        "exclusive_s": round(held, 1),
+        "exclusive_timing_share": round(sum(p.get("exclusive_timing_s") or 0.0 for p in phases) / held, 3)
+        if held
+        else None,
+        "timeouts": sum(r.get("status") == "timeout" for r in evals),
+        "sum_memory_wait_s": round(sum(p.get("gpu_memory_wait") or 0.0 for p in phases), 1),
+        "sum_lock_wait_s": round(sum(p.get("gpu_wait") or 0.0 for p in phases), 1),
+    }
+
+
+def end_error(rows: list[dict[str, Any]], jobs: list[Job], outcomes: list[Outcome]) -> dict[str, float]:
+    """Per evaluation both ran: how far the predicted end is from the measured one (by key, in order)."""
+    real: dict[str, list[float]] = {}
+    for r in rows:
+        if r.get("phase") == "evaluate":
+            real.setdefault(r["key"], []).append(float(r["ended_at_s"]))
+    errors = []
+    for job, out in zip(jobs, outcomes, strict=True):
+        if out.end is not None and real.get(job.key):
+            errors.append(out.end - real[job.key].pop(0))
+    if not errors:
+        return {}
+    return {"evaluations": len(errors), "median_abs_s": round(median([abs(e) for e in errors]), 1),
+            "mean_s": round(sum(errors) / len(errors), 1)}  # fmt: skip
+
+
+def check_row(name: str, out: dict[str, Any]) -> str:
+    """One Markdown row of a check: predicted / measured, figure by figure (replay.md)."""
+    got, real, error = out["predicted"], out["measured"], out["end_error"]
+    pairs = [f"{got[k]:g} / {real[k]}" for k in ("evaluated", "wall_s", "exclusive_timing_share")]
+    pairs += [f"{got[k]:g} / {real[k]}" for k in ("sum_memory_wait_s", "sum_lock_wait_s", "timeouts")]
+    ends = f"{error.get('median_abs_s')} s ({error.get('evaluations')})" if error else "-"
+    return f"| {name} | {out['jobs']} ({out['jobs_from_rows']} from rows) | " + " | ".join(pairs) + f" | {ends} |"
+
+
+def build_policy(args: argparse.Namespace) -> Policy:
+    return Policy(
+        slots=args.slots,
+        gpus=args.gpus,
+        prestart=not args.no_prestart,
+        exclusive=args.exclusive,
+        alone_above_mb=args.alone_above_mb,
+        capacity=None if args.no_ledger else int(args.capacity_gib * GIB),
+        shared_parallelism=args.shared_parallelism,
+        cpu_parallelism=args.cpu_parallelism,
+        deadline=args.deadline,
+        timeout=args.timeout,
+        compile_jobs=args.compile_jobs,
+        multi_pair_loop_scale=args.multi_pair_loop_scale,
+        correctness_scale=args.correctness_scale,
+        drain_s=args.drain,
+        shared_holds=args.shared_holds,
+    )
+
+
+def scaled(jobs: list[Job], policy: Policy) -> list[Job]:
+    """The policy's work scales: the correctness phase, and the timed loops of evaluations with several pairs."""
+    out = []
+    for job in jobs:
+        segments = []
+        for seg in job.segments:
+            factor = policy.correctness_scale if seg.role == "correctness" else 1.0
+            if seg.role in ("loop", "loop_other") and job.pairs > 1:
+                factor = policy.multi_pair_loop_scale
+            segments.append(replace(seg, work=seg.work * factor))
+        out.append(replace(job, segments=segments))
+    return out
+
+
+def predict(jobs: list[Job], policy: Policy, source: Source, first: list[int]) -> dict[str, Any]:
+    policy = replace(policy, standby_s=median(source.spawns) if source.spawns else policy.standby_s)
+    jobs = scaled(jobs, policy)
+    outcomes, totals = simulate(jobs, policy)
+    return summary(outcomes, totals, jobs, first) | {"_outcomes": outcomes, "_jobs": jobs}
