@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from evaluator.harness.environ import ENV_PASSTHROUGH
 from evaluator.harness.errors import HarnessInfraError
@@ -21,13 +21,16 @@ from evaluator.harness.record import (
     Check,
     CheckName,
     Distribution,
+    LaunchedKernels,
     Memory,
     Record,
+    SpeedOfLight,
     Timing,
     TimingSide,
     dumps,
     finite_json,
 )
+from evaluator.harness.record_fields import _Part
 
 __all__ = [  # the record type's names and the environment's allow-list, re-exported for callers of this module
     "CHECK_NAMES",
@@ -40,8 +43,10 @@ __all__ = [  # the record type's names and the environment's allow-list, re-expo
     "Check",
     "CheckName",
     "Distribution",
+    "LaunchedKernels",
     "Memory",
     "Record",
+    "SpeedOfLight",
     "Timing",
     "TimingSide",
 ]
@@ -271,7 +276,8 @@ def empty_distribution(name: str) -> dict[str, Any]:
 
 
 def empty_result() -> dict[str, Any]:
-    """A record with every required key, nothing measured yet (the dict form of `Record()`)."""
+    """A record with every required key, nothing measured yet (the dict form of `Record()`, which an evaluation
+    starts from)."""
     return Record().to_dict()
 
 
@@ -289,6 +295,19 @@ def result_to_json(record: dict[str, Any] | Record) -> str:
     except ValueError as exc:
         raise InvalidRecord(f"the harness built an invalid result record (a harness bug): {exc}") from exc
     return dumps(data)
+
+
+P = TypeVar("P", bound=_Part)
+
+
+def part(cls: type[P], data: dict[str, Any]) -> P:
+    """One part of the record from the dict the harness built it as (the timing part, the launched kernels): parsed
+    closed, like the whole record before it is printed, so a key record.py does not name is still our bug
+    (InvalidRecord), not a value silently dropped."""
+    try:
+        return cls.from_dict(finite_json(data), closed=True)
+    except ValueError as exc:
+        raise InvalidRecord(f"the harness built an invalid result record (a harness bug): {exc}") from exc
 
 
 def result_from_json(text: str) -> dict[str, Any]:
