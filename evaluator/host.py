@@ -40,5 +40,7 @@ def record_with_driver(record: Record, *, device: str, path: Path = DRIVER_FILE)
     when the harness gave one already, on the CPU, or without a driver file)."""
     if device != "cuda" or record.environment.driver:
         return record
-    record.environment.driver = nvidia_driver_version(path)
+    version = nvidia_driver_version(path)
+    if version is not None:  # assigned, even as null, a field is written back (record_fields._Part.__setattr__)
+        record.environment.driver = version
     return record

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from evaluator.harness.environ import ENV_PASSTHROUGH
 from evaluator.harness.errors import HarnessInfraError
@@ -21,13 +21,16 @@ from evaluator.harness.record import (
     Check,
     CheckName,
     Distribution,
+    LaunchedKernels,
     Memory,
     Record,
+    SpeedOfLight,
     Timing,
     TimingSide,
     dumps,
     finite_json,
 )
+from evaluator.harness.record_fields import _Part
 
 __all__ = [  # the record type's names and the environment's allow-list, re-exported for callers of this module
     "CHECK_NAMES",
@@ -40,8 +43,10 @@ __all__ = [  # the record type's names and the environment's allow-list, re-expo
     "Check",
     "CheckName",
     "Distribution",
+    "LaunchedKernels",
     "Memory",
     "Record",
+    "SpeedOfLight",
     "Timing",
     "TimingSide",
 ]
@@ -271,7 +276,8 @@ def empty_distribution(name: str) -> dict[str, Any]:
 
 
 def empty_result() -> dict[str, Any]:
-    """A record with every required key, nothing measured yet (the dict form of `Record()`)."""
+    """A record with every required key, nothing measured yet (the dict form of `Record()`, which an evaluation
+    starts from)."""
     return Record().to_dict()
 
 
@@ -291,6 +297,19 @@ def result_to_json(record: dict[str, Any] | Record) -> str:
     return dumps(data)
 
 
+P = TypeVar("P", bound=_Part)
+
+
+def part(cls: type[P], data: dict[str, Any]) -> P:
+    """One part of the record from the dict the harness built it as (the timing part, the launched kernels): parsed
+    closed, like the whole record before it is printed, so a key record.py does not name is still our bug
+    (InvalidRecord), not a value silently dropped."""
+    try:
+        return cls.from_dict(finite_json(data), closed=True)
+    except ValueError as exc:
+        raise InvalidRecord(f"the harness built an invalid result record (a harness bug): {exc}") from exc
+
+
 def result_from_json(text: str) -> dict[str, Any]:
     """Parse and validate a record; raises ValueError when it is not one."""
     record: dict[str, Any] = json.loads(text)  # a dict once validate_result accepts it
@@ -304,19 +323,8 @@ def validate_result(record: Any) -> Record:
     return Record.from_dict(record)
 
 
-def set_check(record: dict[str, Any], name: CheckName, passed: bool | None, detail: str) -> None:
-    """Set one named check in place; a name outside record.CheckName is a ValueError (a harness bug)."""
-    if name not in KNOWN_CHECKS:
-        raise ValueError(f"{name!r} is not a check name (record.CheckName)")
-    for check in record["checks"]:
-        if check["name"] == name:
-            check["passed"] = passed
-            check["detail"] = detail
-            return
-    record["checks"].append(Check(name=name, passed=passed, detail=detail).to_dict())
-
-
 def get_check(record: dict[str, Any], name: CheckName) -> dict[str, Any] | None:
+    """One check of a printed record read back as JSON (the harness's own record: `Record.check`)."""
     return next((c for c in record["checks"] if c["name"] == name), None)
 
 

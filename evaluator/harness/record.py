@@ -5,10 +5,10 @@ named: this one (`Record`, its distributions and checks, the check names, status
 JSON round trip), record_timing.py (the timing part and its sub-records), record_parts.py (memory, the speed of
 light, the launched kernels, the environment) and record_fields.py (the field checkers and the `_Part` base every
 part is built on). Callers import every name from this module, which re-exports the parts. The harness fills a
-record as a plain dict (`Record().to_dict()`, what `protocol.empty_result()` returns) and checks it with
-`Record.from_dict` before it prints it; the Django side builds its own records (timeouts, crashes, demo data) as
-`Record(...)`, validates every record before storing it, and pages read stored ones through `Record.from_stored`,
-which never raises.
+`Record` (orchestrator/context.py: its phases assign typed parts and set checks with `Record.set_check`) and turns it
+into JSON only where it prints it (protocol.result_to_json); the Django side builds its own records (timeouts,
+crashes, demo data) as `Record(...)`, validates every record before storing it, and pages read stored ones through
+`Record.from_stored`, which never raises.
 
 Every key the harness writes is a field of these modules, down to the timing part's process pairs and the launched
 kernels' rows; the harness checks its record with `from_dict(..., closed=True)` before it prints it
@@ -118,7 +118,7 @@ SCHEMA_VERSION = 4
 
 STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "rejected")
 DISTRIBUTIONS: tuple[tuple[str, float], ...] = (("D1", 1.0), ("D2", 3.0), ("D3", 0.01), ("D4", -1.0))
-# Every anti-cheat check the harness may write (protocol.set_check refuses any other name).
+# Every anti-cheat check the harness may write (Record.set_check refuses any other name).
 CheckName = Literal[
     "output_plain_tensor",
     "output_no_alias",
@@ -341,6 +341,17 @@ class Record(_Part):
 
     def check(self, name: str) -> Check | None:
         return next((c for c in self.checks if c.name == name), None)
+
+    def set_check(self, name: CheckName, passed: bool | None, detail: str) -> None:
+        """Set one named check in place (appended when the record does not list it yet); a name outside CheckName
+        is a ValueError: the harness would print a record the site refuses."""
+        if name not in KNOWN_CHECKS:
+            raise ValueError(f"{name!r} is not a check name (record.CheckName)")
+        found = self.check(name)
+        if found is None:
+            self.checks.append(Check(name=name, passed=passed, detail=detail))
+        else:
+            found.passed, found.detail = passed, detail
 
 
 # Each step turns a record of version N (the key) into one of version N + 1.

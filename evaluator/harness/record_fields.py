@@ -93,7 +93,7 @@ def _opt(check: Callable[[Any], str] = _any, **kwargs: Any) -> Any:
 
 
 def _data_fields(cls: type) -> list[Field[Any]]:
-    return [f for f in fields(cls) if f.name not in ("extra", "_given")]
+    return [f for f in fields(cls) if f.name not in ("extra", "_given", "_order")]
 
 
 def _default(f: Field[Any]) -> Any:
@@ -112,6 +112,11 @@ class _Part:
     extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
     # The fields the parsed object held (an optional one is written back then, even as null).
     _given: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    # The order of the keys written after those a built part held from the start (in field order): a parsed object's
+    # keys in its own order, then each key a part came to hold later (an optional field assigned, an extra key `put`)
+    # in the order it did. So the JSON keeps the order a dict filled key by key had: the harness's record, once one,
+    # prints byte for byte as it did, and a stored record round-trips in its own order.
+    _order: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
 
     # Fields holding nested parts: name -> (part class, is a list of them). A field whose default is None may hold
     # null instead.
@@ -127,6 +132,26 @@ class _Part:
                 setattr(self, name, [part._parse(v, name, None) if isinstance(v, dict) else v for v in value])
             elif not many and isinstance(value, dict):
                 setattr(self, name, part._parse(value, name, None))
+        object.__setattr__(self, "_built", True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """A field assigned once the part is built counts as held, null included, as a key of a parsed object does:
+        the harness fills its record field by field, and an optional field it wrote as null (an environment's
+        `cudnn` on the CPU, a missing `speed_of_light`) stays in the JSON as the dict it once filled had it."""
+        if not self.__dict__.get("_built") or name not in self.keys():
+            object.__setattr__(self, name, value)
+            return
+        held = self.holds(name)
+        object.__setattr__(self, name, value)
+        object.__setattr__(self, "_given", self._given | {name})
+        if not held and name not in self._order:
+            self._order.append(name)
+
+    def put(self, key: str, value: Any) -> None:
+        """Set a key no field names (`extra`: the Record's TRANSIT_KEYS), written where a dict would have it."""
+        self.extra[key] = value
+        if key not in self._order:
+            self._order.append(key)
 
     @classmethod
     def keys(cls) -> tuple[str, ...]:
@@ -144,15 +169,29 @@ class _Part:
             names |= part.all_keys()
         return frozenset(names)
 
+    def holds(self, name: str) -> bool:
+        """Whether the field will be written back: parsed from the object, assigned since, or holding a value."""
+        return getattr(self, name) is not None or name in self._given or name in self.required_keys()
+
+    @classmethod
+    def from_dict(cls: type[P], data: Any, *, closed: bool = False) -> P:
+        """Parse one part strictly; raise ValueError listing every problem (`closed`: keys it does not name too)."""
+        problems: list[str] = []
+        made = cls._parse(data, cls.__name__, problems, closed)
+        if problems:
+            raise ValueError(f"invalid {cls.__name__}: " + "; ".join(problems))
+        return made
+
     def to_dict(self) -> dict[str, Any]:
         """Every required field; an optional one when the parsed record held it or it holds a value (records that
         predate it round-trip)."""
-        optional = set(self.keys()) - set(self.required_keys())
-        out = {
-            name: _plain(getattr(self, name))
-            for name in self.keys()
-            if name not in optional or getattr(self, name) is not None or name in self._given
-        }
+        names, late = self.keys(), set(self._order)
+        out = {name: _plain(getattr(self, name)) for name in names if name not in late and self.holds(name)}
+        for key in self._order:
+            if key in self.extra:
+                out[key] = self.extra[key]
+            elif key in names and self.holds(key):
+                out[key] = _plain(getattr(self, key))
         out.update((k, v) for k, v in self.extra.items() if k not in out)
         return out
 
@@ -200,6 +239,7 @@ class _Part:
             problems.append(f"{where} holds keys evaluator/harness/record.py does not name: {unnamed}")
         made = cls(**values, extra=extra)
         made._given = frozenset(k for k in data if k in names)
+        made._order = list(data)
         return made
 
 

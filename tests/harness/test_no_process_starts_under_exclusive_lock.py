@@ -71,7 +71,7 @@ def test_a_hold_inside_another_gives_it_back_for_the_block_and_takes_it_again(tm
         assert holds.mode == "exclusive" and _taken_elsewhere(locks)
     assert holds.mode == "none" and not _taken_elsewhere(locks)
     holds.account()
-    phases = evaluation.ctx.record["phases"]
+    phases = evaluation.ctx.record.phases
     assert phases["gpu_wait"] > 0  # queued behind the other timer to take the GPU back
     assert evaluation.ctx.deadline.at > deadline_before  # and the wait is not the kernel's time
     assert phases["exclusive_timing_s"] == 0 and phases["exclusive_other_s"] == phases["exclusive_s"]

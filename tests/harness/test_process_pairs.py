@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.harness.orchestrator.timing_record import wallclock_crosscheck
-from evaluator.harness.protocol import Options, validate_result
+from evaluator.harness.protocol import Options, Record, validate_result
 from evaluator.harness.timing import bootstrap_ratio_ci, calls_per_block, hierarchical_ratio_ci, pooled_ratio
 from evaluator.runner import run_evaluation
 
@@ -163,16 +163,16 @@ REDTEAM = Path(__file__).resolve().parents[1] / "redteam"
 def _crosscheck(block: int, reported_ms: float, real_ms: float, base_ms: float = 0.15) -> dict:
     """The wall-clock cross-check on blocks of `block` calls: the baseline reports what it spends, the candidate a
     part of it (both see 0.3 ms per block of pipe round trip and +-0.2 ms of jitter)."""
-    record = {"speedup": base_ms / reported_ms, "speedup_ci": None, "speedup_fp32": None, "speedup_compile": None}
-    record.update(timing={}, checks=[])
+    record = Record(speedup=base_ms / reported_ms, checks=[])
+    timing: dict = {}
     outer = {"tf32": [], "cand": []}
     for i in range(20):
         jitter = 0.2 * ((i * 7) % 5 - 2) / 2
         outer["tf32"].append((block * base_ms + 0.3 + jitter, block * base_ms, block))
         outer["cand"].append((block * real_ms + 0.3 - jitter, block * reported_ms, block))
     walls = {"tf32": [base_ms] * block, "cand": [reported_ms] * block}
-    wallclock_crosscheck(record, walls, outer, reported_ms, Options.build({"quick": True}))
-    return record
+    wallclock_crosscheck(record, timing, walls, outer, reported_ms, Options.build({"quick": True}))
+    return record.to_dict()
 
 
 def test_the_allowance_hid_a_short_kernel_under_reporting_until_blocks_were_sized():

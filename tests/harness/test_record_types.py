@@ -14,13 +14,14 @@ import pytest
 from evaluator.harness import __main__ as harness_main
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.protocol import (
+    CHECK_NAMES,
     KNOWN_CHECKS,
+    Check,
     InvalidRecord,
     Record,
     Spec,
     empty_result,
     result_to_json,
-    set_check,
 )
 from evaluator.harness.record import PHASE_COUNTERS, PHASE_NAMES, PHASE_PATTERN
 
@@ -51,11 +52,14 @@ def _stored_records() -> list[tuple[str, dict]]:
 
 
 def test_set_check_refuses_a_name_outside_the_closed_set():
-    record = empty_result()
+    record = Record()
     with pytest.raises(ValueError, match="not a check name"):
-        set_check(record, "stream_sync", False, "")  # type: ignore[arg-type]
-    set_check(record, "process_containment", False, "2 processes outlived the worker")
-    assert record["checks"][-1] == {
+        record.set_check("stream_sync", False, "")  # type: ignore[arg-type]
+    record.set_check("process_containment", False, "2 processes outlived the worker")
+    record.set_check("determinism", True, "same output twice")  # a listed check is set in place
+    assert record.check("determinism") == Check(name="determinism", passed=True, detail="same output twice")
+    assert len(record.checks) == len(CHECK_NAMES) + 1
+    assert record.to_dict()["checks"][-1] == {
         "name": "process_containment",
         "passed": False,
         "detail": "2 processes outlived the worker",
@@ -113,15 +117,18 @@ def test_the_channel_reports_an_invalid_record_as_an_infrastructure_error_and_pr
 
 
 def test_every_check_name_and_phase_the_harness_writes_is_named_in_the_record_type():
-    """set_check/get_check with a literal of CheckName only; ctx.phase with a phase record.py names."""
+    """set_check/get_check/check with a literal of CheckName only (the name: the first argument of the record's
+    methods, the second of protocol.get_check); ctx.phase with a phase record.py names."""
     checks, phases = [], []
     for path in HARNESS.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Call):
                 continue
             name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
-            if name in ("set_check", "get_check") and len(node.args) >= 2:
-                arg = node.args[1]
+            method = isinstance(node.func, ast.Attribute)
+            on_record = method and ast.unparse(node.func).endswith("record.check")
+            if (name in ("set_check", "get_check") or on_record) and len(node.args) >= 1 + (not method):
+                arg = node.args[0 if method else 1]
                 assert isinstance(arg, ast.Constant), f"{path.name}:{node.lineno}: check name not a literal"
                 checks.append(arg.value)
             if name == "phase" and node.args and isinstance(node.args[0], ast.Constant):
@@ -149,7 +156,8 @@ def test_every_key_the_orchestrator_writes_into_the_record_is_a_field_of_the_rec
             if ast.unparse(target).endswith(("flags", "flag_details")):
                 continue
             written |= {(path.name, k.value) for k in keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
-    assert {key for _, key in written} >= {"speedup_ci", "unstable_reason", "pair_starts", "launched_kernels"}
+    # the record's own fields and parts are attributes now (mypy checks those); the timing part is still a dict
+    assert {key for _, key in written} >= {"ci_method", "unstable_reason", "pair_starts", "compile_import"}
     assert not {(where, key) for where, key in written if key not in names}
 
 

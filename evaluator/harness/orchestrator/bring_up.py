@@ -13,7 +13,6 @@ from evaluator.harness.orchestrator.context import Context
 from evaluator.harness.orchestrator.correctness_phase import randomise
 from evaluator.harness.orchestrator.setup_phase import build_reference, handover, import_kernel
 from evaluator.harness.orchestrator.verdict import integrity
-from evaluator.harness.protocol import set_check
 
 
 def connect(ctx: Context) -> None:
@@ -43,7 +42,7 @@ def report_strays(ctx: Context, stray: int) -> None:
     """Processes the kernel started that outlived its worker (killed by the worker's stop) fail containment."""
     if stray:
         detail = f"{stray} processes started by the kernel outlived its worker and were killed"
-        set_check(ctx.record, "process_containment", False, detail)
+        ctx.record.set_check("process_containment", False, detail)
 
 
 def fresh_pair(ctx: Context) -> None:

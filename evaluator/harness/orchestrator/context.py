@@ -15,7 +15,7 @@ from typing import Any
 from evaluator.harness import seeds as seeds_mod
 from evaluator.harness.orchestrator.clients import CandidateClient, Deadline, Gate, ReferenceClient, no_gate
 from evaluator.harness.orchestrator.compile_cache import CacheEntry
-from evaluator.harness.protocol import Options, Spec
+from evaluator.harness.protocol import Options, Record, Spec
 from evaluator.harness.sandbox.launch import Folders, Workers
 
 Emit = Callable[[dict[str, Any]], None]
@@ -26,7 +26,7 @@ class Context:
     spec: Spec
     opts: Options
     emit: Emit
-    record: dict[str, Any]
+    record: Record  # typed while it is filled; JSON only where it is printed (protocol.result_to_json)
     deadline: Deadline
     folders: Folders
     workers: Workers
@@ -83,7 +83,7 @@ class Context:
         return value
 
     def phase(self, name: str, started: float) -> None:
-        self.record["phases"][name] = round(time.monotonic() - started, 3)
+        self.record.phases[name] = round(time.monotonic() - started, 3)
 
     def release_outputs(self) -> None:
         if self.ipc:  # cuda_ipc keeps exported outputs alive until now; cuda_fd frees older buffers here

@@ -19,8 +19,8 @@ from evaluator.harness.protocol import (
     STANDARD_TOLERANCE,
     VERIFIED_TOLERANCE,
     miss_kind,
-    set_check,
 )
+from evaluator.harness.record import Distribution, StandardProtocol
 
 
 def check_correctness(ctx: Context) -> None:
@@ -33,40 +33,37 @@ def check_correctness(ctx: Context) -> None:
         if "skipped" in res:
             raise HarnessInfraError(f"reference unusable under D1: {res['skipped']}")
         standard.append(bool(res.get("passed")))
-    record["standard_correct"] = all(standard)
-    record["environment"]["standard_protocol"] = {
-        "trials": len(standard),
-        "tolerance": STANDARD_TOLERANCE,
-        "distribution": "D1",
-        "params": "default init",
-    }
+    record.standard_correct = all(standard)
+    record.environment.standard_protocol = StandardProtocol(
+        trials=len(standard), tolerance=STANDARD_TOLERANCE, distribution="D1", params="default init"
+    )
     randomise(ctx)
-    for dist in record["distributions"]:
+    for dist in record.distributions:
         _distribution(ctx, dist)
-    active = [d for d in record["distributions"] if not d["skipped"]]
+    active = [d for d in record.distributions if not d.skipped]
     if not active:
         raise HarnessInfraError("the reference gives NaN/Inf or raises under every distribution")
     mixed = mixed_signs(ctx)
     refilled = refilled_inputs(ctx)
-    record["correct"] = all(d["passed"] for d in active) and mixed is not False and refilled is not False
+    record.correct = all(d.passed for d in active) and mixed is not False and refilled is not False
     constant = ctx.ref.constant()
     ctx.cand.release(empty_cache=True)
-    record["reference_constant"] = constant["constant"]
+    record.reference_constant = constant["constant"]
     integrity(ctx, "after correctness")
     ctx.phase("correctness", started)
 
 
-def _distribution(ctx: Context, dist: dict[str, Any]) -> None:
+def _distribution(ctx: Context, dist: Distribution) -> None:
     """The verified gate's trials under one distribution (its record entry is filled in place)."""
-    factor = dict(DISTRIBUTIONS)[dist["name"]]
+    factor = dict(DISTRIBUTIONS)[dist.name]
     errors_abs, errors_rel, passed = [], [], True
     for t in range(ctx.opts.verified_trials):
-        determinism = dist["name"] == "D1" and t == 0
-        res = trial(ctx, f"{dist['name']}_{t}", factor, VERIFIED_TOLERANCE, determinism=determinism)
+        determinism = dist.name == "D1" and t == 0
+        res = trial(ctx, f"{dist.name}_{t}", factor, VERIFIED_TOLERANCE, determinism=determinism)
         if "skipped" in res:
-            dist.update(skipped=True, skip_reason=res["skipped"][:300], passed=None, trials=0)
+            dist.skipped, dist.skip_reason, dist.passed, dist.trials = True, res["skipped"][:300], None, 0
             break
-        dist["trials"] += 1
+        dist.trials += 1
         if res.get("max_abs_error") is not None:
             errors_abs.append(res["max_abs_error"])
         if res.get("max_rel_error") is not None:
@@ -74,27 +71,26 @@ def _distribution(ctx: Context, dist: dict[str, Any]) -> None:
         _how_far(dist, res)
         if not res.get("passed"):
             passed = False
-            dist["error"] = dist["error"] or res.get("reason", "")[:300]
+            dist.error = dist.error or res.get("reason", "")[:300]
             # one criterion (protocol.miss_kind): the distribution's miss is precision-sized when every trial's was
-            dist["precision_sized"] = dist.get("precision_sized") is not False and miss_kind(res) == "precision"
-    if not dist["skipped"]:
-        dist.update(
-            passed=passed,
-            max_abs_error=max(errors_abs, default=None),
-            max_rel_error=max(errors_rel, default=None),
-        )
+            dist.precision_sized = dist.precision_sized is not False and miss_kind(res) == "precision"
+    if not dist.skipped:
+        dist.passed = passed
+        dist.max_abs_error = max(errors_abs, default=None)
+        dist.max_rel_error = max(errors_rel, default=None)
 
 
-def _how_far(dist: dict[str, Any], res: dict[str, Any]) -> None:
+def _how_far(dist: Distribution, res: dict[str, Any]) -> None:
     """How far this distribution's worst trial was from passing: the worst element's |err| against its allowance
     atol + rtol*|ref| (a ratio, > 1 where it fails) and the largest count of elements beyond it in one trial."""
     if res.get("atol") is None:
         return  # not compared element by element (not a plain tensor, wrong shape or dtype, integer output)
-    dist.update(atol=res["atol"], rtol=res["rtol"], elements=res.get("elements"))
+    # assigned, not passed to a constructor: a null `elements` is still written (record_fields._Part.__setattr__)
+    dist.atol, dist.rtol, dist.elements = res["atol"], res["rtol"], res.get("elements")
     if res.get("worst_ratio") is not None:
-        dist["worst_ratio"] = max(dist.get("worst_ratio") or 0.0, float(res["worst_ratio"]))
+        dist.worst_ratio = max(dist.worst_ratio or 0.0, float(res["worst_ratio"]))
     if res.get("beyond_tolerance") is not None:
-        dist["beyond_tolerance"] = max(dist.get("beyond_tolerance") or 0, int(res["beyond_tolerance"]))
+        dist.beyond_tolerance = max(dist.beyond_tolerance or 0, int(res["beyond_tolerance"]))
 
 
 def trial(
@@ -127,7 +123,7 @@ def trial(
             f"same inputs twice, allocator poisoned with NaN then 0: max abs difference {pair.get('max_abs_error')}"
         )
         passed = bool(pair.get("passed"))
-        set_check(ctx.record, "determinism", passed, detail if passed else f"{detail}; {pair.get('reason', '')}")
+        ctx.record.set_check("determinism", passed, detail if passed else f"{detail}; {pair.get('reason', '')}")
     if result.get("plain") is False:
         ctx.flags["plain"] = False
         ctx.flag_details.setdefault("plain", result.get("reason", ""))
@@ -172,11 +168,11 @@ def mixed_signs(ctx: Context) -> bool | None:
     few elements could route each distribution to a path that is right only for it)."""
     res = trial(ctx, "M0", MIXED_SIGNS, VERIFIED_TOLERANCE, track_constant=False)
     if "skipped" in res:
-        set_check(ctx.record, "mixed_sign_inputs", None, "not applicable: " + res["skipped"][:200])
+        ctx.record.set_check("mixed_sign_inputs", None, "not applicable: " + res["skipped"][:200])
         return None
     passed = bool(res.get("passed"))
     detail = "float inputs positive but for up to 64 random elements negated (one trial, 1e-3): "
-    set_check(ctx.record, "mixed_sign_inputs", passed, detail + ("passed" if passed else res.get("reason", "")[:300]))
+    ctx.record.set_check("mixed_sign_inputs", passed, detail + ("passed" if passed else res.get("reason", "")[:300]))
     return passed
 
 
@@ -197,7 +193,7 @@ def refilled_inputs(ctx: Context) -> bool | None:
         if made.get("skipped"):
             ctx.ref.compare(key="R0_before", output=None, tol=VERIFIED_TOLERANCE)  # drops the first reference
     if made.get("skipped"):
-        set_check(ctx.record, "refilled_inputs", None, "not applicable: " + str(made["skipped"])[:200])
+        ctx.record.set_check("refilled_inputs", None, "not applicable: " + str(made["skipped"])[:200])
         return None
     out_path = str(ctx.folders.io / "R0_out.pt")
     poison_bytes = 2 * int(made["output_bytes"]) + (64 << 20)
@@ -207,19 +203,18 @@ def refilled_inputs(ctx: Context) -> bool | None:
     ctx.release_outputs()
     what = "the same input tensors refilled in place with new values (one trial, 1e-3)"
     if result.get("passed"):
-        set_check(ctx.record, "refilled_inputs", True, f"{what}: the output followed the new values")
+        ctx.record.set_check("refilled_inputs", True, f"{what}: the output followed the new values")
         return True
     if result.get("stale"):
         detail = (
             f"{what}: the output is the result for the tensors' previous contents, not their new values: a cache "
             "keyed on addresses (data_ptr(), id()) or buffers, not on what they hold (C7)"
         )
-        set_check(ctx.record, "refilled_inputs", False, detail)
+        ctx.record.set_check("refilled_inputs", False, detail)
         return False
     reason = str(result.get("reason", ""))[:300]
     ctx.flag_details["refilled_miss"] = reason
-    set_check(
-        ctx.record,
+    ctx.record.set_check(
         "refilled_inputs",
         True,
         f"{what}: no stale output (the output missed the reference, but not by returning the previous contents' "
@@ -233,8 +228,8 @@ def randomise(ctx: Context, seed: int | None = None) -> None:
     `seed`: the same values again (a fresh process pair of the timing phase)."""
     record = ctx.record
     if not ctx.opts.randomise_params:
-        record["params_randomised"] = False
-        set_check(record, "params_randomised", False, "disabled by option (paper protocol: default init)")
+        record.params_randomised = False
+        record.set_check("params_randomised", False, "disabled by option (paper protocol: default init)")
         return
     floats = [
         e for e in ctx.state_entries if e[2].startswith("torch.float") or e[2] in ("torch.half", "torch.bfloat16")
@@ -260,5 +255,5 @@ def randomise(ctx: Context, seed: int | None = None) -> None:
             + (" ..." if len(missing) > 8 else "")
             + " (randomised in the reference all the same: a kernel that hard-codes their default values fails)"
         )
-    record["params_randomised"] = ok
-    set_check(record, "params_randomised", ok, detail)
+    record.params_randomised = ok
+    record.set_check("params_randomised", ok, detail)

@@ -14,7 +14,6 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from evaluator.harness import seeds
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
@@ -29,7 +28,7 @@ from evaluator.harness.orchestrator.roofline import speed_of_light
 from evaluator.harness.orchestrator.setup_phase import handover, prepare
 from evaluator.harness.orchestrator.timing_phase import run_timing
 from evaluator.harness.orchestrator.verdict import environment, integrity, record_failure, should_time, verdict
-from evaluator.harness.protocol import Options, Spec, empty_result
+from evaluator.harness.protocol import LaunchedKernels, Options, Record, Spec, SpeedOfLight, part
 from evaluator.harness.sandbox.confine import report as confinement
 from evaluator.harness.sandbox.cpu_pin import general_cpus
 from evaluator.harness.sandbox.launch import Folders, Workers
@@ -50,7 +49,7 @@ class EvaluationRun:
             spec=spec,
             opts=opts,
             emit=emit,
-            record=empty_result(),
+            record=Record(),
             deadline=Deadline(float(spec.timeout)),
             folders=folders,
             workers=self.workers,
@@ -60,7 +59,7 @@ class EvaluationRun:
         self.gpu = GpuHolds(self.ctx)
         self.ctx.gate = self.gpu.command
 
-    def run(self, ready: Callable[[], str | None] | None = None) -> dict[str, Any] | None:
+    def run(self, ready: Callable[[], str | None] | None = None) -> Record | None:
         """Evaluate; never raises for anything the candidate did (HarnessInfraError is the only way out).
 
         With `ready`, the workers start (and import torch) first and the evaluation waits for ready() to return:
@@ -82,9 +81,9 @@ class EvaluationRun:
                     except ValueError as exc:
                         raise HarnessInfraError(f"the master seed handed to the standby: {exc}") from exc
                 ctx.deadline.restart()
-                ctx.record["environment"]["prestarted_workers"] = True
+                ctx.record.environment.prestarted_workers = True
                 # spent before this evaluation's clock started: not part of its total
-                ctx.record["phases"]["standby_workers"] = ctx.record["phases"].pop("workers")
+                ctx.record.phases["standby_workers"] = ctx.record.phases.pop("workers")
             prepare(ctx)
             handover(ctx)
             # The declared memory is held until the workers are gone; the device itself is held shared for
@@ -120,14 +119,13 @@ class EvaluationRun:
         ctx = self.ctx
         self.workers.start(ctx.emit)
         assert self.workers.ref is not None and self.workers.cand is not None
-        ctx.record["environment"].update(
-            candidate_uid=self.workers.ident[0] if self.workers.ident else None,
-            sandbox=self.workers.sandbox,
-            sandbox_reason=self.workers.sandbox_reason,
-            orchestrator=confinement(),  # what this process runs with: capabilities, network (confine.py)
-        )
+        env = ctx.record.environment  # each field assigned: a null one is still written (record_fields._Part)
+        env.candidate_uid = self.workers.ident[0] if self.workers.ident else None
+        env.sandbox = self.workers.sandbox
+        env.sandbox_reason = self.workers.sandbox_reason
+        env.orchestrator = confinement()  # what this process runs with: capabilities, network (confine.py)
         connect(ctx)
-        ctx.record["environment"]["limits"] = {"host_memory_bytes": self.workers.memory, **self.workers.limits}
+        env.limits = {"host_memory_bytes": self.workers.memory, **self.workers.limits}
         ctx.phase("workers", ctx.deadline.start)  # part of "start": spawned, torch imported, CUDA context made
 
     def _launched_kernels(self) -> None:
@@ -143,13 +141,15 @@ class EvaluationRun:
             baseline = ctx.ref.launched_kernels(str(traces["baseline"]) if want else None).get("events")
             candidate = ctx.cand.launched_kernels(str(traces["candidate"]) if want else None).get("events")
         except CandidateFailed as exc:
-            ctx.record["launched_kernels"] = {"error": str(exc)[:300]}
+            ctx.record.launched_kernels = LaunchedKernels(error=str(exc)[:300])
             return
         finally:
             ctx.phase("profile", step)
-        ctx.record["launched_kernels"] = launched_report(ctx.kernel_source, candidate, baseline)
-        if want:
-            ctx.record["launched_kernels"]["traces"] = {
+        # launched.report builds the part as a dict (the site's tests build records from it too): parsed closed here
+        report = launched_report(ctx.kernel_source, candidate, baseline)
+        launched = ctx.record.launched_kernels = None if report is None else part(LaunchedKernels, report)
+        if want and launched is not None:
+            launched.traces = {
                 side: copy_trace(path, Path(ctx.opts.profile_dir) / f"{side}-trace.json")
                 for side, path in traces.items()
             }
@@ -157,9 +157,10 @@ class EvaluationRun:
     def _speed_of_light(self) -> None:
         """The roofline bound of the problem on this device and the kernel's fraction of it (roofline.py)."""
         ctx = self.ctx
-        kernel_ms = (ctx.record.get("timing") or {}).get("candidate", {}).get("median_ms")
+        kernel_ms = ctx.record.timing.candidate.median_ms
         device_name = ctx.info.get("device_name") if ctx.cuda else None
-        ctx.record["speed_of_light"] = speed_of_light(ctx.counts, device_name, kernel_ms)
+        bound = speed_of_light(ctx.counts, device_name, kernel_ms)  # a dict (the site's tests build records from it)
+        ctx.record.speed_of_light = None if bound is None else part(SpeedOfLight, bound)
 
     def _shutdown(self) -> None:
         if self.closed:
@@ -172,9 +173,7 @@ class EvaluationRun:
         self.ctx.phase("shutdown", started)
 
 
-def evaluate(
-    spec: Spec, emit: Emit | None = None, ready: Callable[[], str | None] | None = None
-) -> dict[str, Any] | None:
+def evaluate(spec: Spec, emit: Emit | None = None, ready: Callable[[], str | None] | None = None) -> Record | None:
     """Run one evaluation and return its record (None: a standby that was not needed, see EvaluationRun.run).
     Raises HarnessInfraError only for faults that are not the kernel's."""
     return EvaluationRun(spec, emit or (lambda event: None)).run(ready)

@@ -21,13 +21,13 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from typing import Any
 
 from evaluator.harness.commands import Command
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
 from evaluator.harness.gpu_memory import MemoryLedger, MemoryTimeout
 from evaluator.harness.orchestrator.context import Context
+from evaluator.harness.record_parts import GpuHold
 from evaluator.harness.sandbox.cpu_pin import CpuLease, timing_cpus
 from evaluator.harness.sandbox.link import LauncherError
 
@@ -191,22 +191,21 @@ class GpuHolds:
             cuda=ctx.cuda,
             declared_mb=ctx.opts.gpu_memory_reserve_mb,
         )
-        hold: dict[str, Any] = {
-            "reserved_bytes": reserved if capacity else None,
-            "capacity_bytes": capacity,
-            "footprint_bytes": ctx.footprint,
-            "waited_s": 0.0,
-            "waited_for": "nothing: no memory admission (no lock folder, or no device memory to share)",
-        }
-        ctx.record["environment"]["gpu_hold"] = hold
+        # assigned field by field: a null one is still written (record_fields._Part.__setattr__)
+        hold = ctx.record.environment.gpu_hold = GpuHold()
+        hold.reserved_bytes = reserved if capacity else None
+        hold.capacity_bytes = capacity
+        hold.footprint_bytes = ctx.footprint
+        hold.waited_s = 0.0
+        hold.waited_for = "nothing: no memory admission (no lock folder, or no device memory to share)"
         if not capacity or not ctx.opts.gpu_lock_dir:
             yield
             return
         ledger = MemoryLedger(ctx.opts.gpu_lock_dir, self._key())
         try:
             with ledger.reserve(reserved, capacity, ctx.deadline.at + 3600) as admission:
-                hold["waited_s"] = admission.waited_s
-                hold["waited_for"] = admission.describe()
+                hold.waited_s = admission.waited_s
+                hold.waited_for = admission.describe()
                 self._waited("gpu_memory_wait", admission.waited_s)
                 self._ledger = ledger
                 try:
@@ -244,8 +243,8 @@ class GpuHolds:
         """Time queued for the GPU: moves the deadline, and is recorded in `phases`."""
         ctx = self.ctx
         ctx.deadline.extend(seconds)
-        phases = ctx.record["phases"]
-        phases[phase] = round(phases.get(phase, 0.0) + seconds, 3)
+        phases = ctx.record.phases
+        phases[phase] = round((phases.get(phase) or 0.0) + seconds, 3)
         if seconds:
             ctx.emit({"event": phase, "seconds": seconds})
 
@@ -254,12 +253,14 @@ class GpuHolds:
         if self._exclusive_since is not None:
             self.exclusive_s += time.monotonic() - self._exclusive_since
             self._exclusive_since = time.monotonic()
-        phases = self.ctx.record["phases"]
+        phases = self.ctx.record.phases
         loops = sum(v for k, v in phases.items() if k.startswith("timing_loop") and isinstance(v, int | float))
         held = self.exclusive_s
         phases["exclusive_s"] = round(held, 3)
         phases["exclusive_timing_s"] = round(min(loops, held), 3)
         phases["exclusive_other_s"] = round(max(held - loops, 0.0), 3)
         phases.setdefault("pair_starts_under_exclusive_lock", 0)
-        env = self.ctx.record["environment"]
-        env["gpu_hold"] = {**(env.get("gpu_hold") or {}), "commands": self.commands}
+        env = self.ctx.record.environment
+        if env.gpu_hold is None:
+            env.gpu_hold = GpuHold()
+        env.gpu_hold.commands = self.commands

@@ -29,7 +29,7 @@ def prepare(ctx: Context) -> None:
     problem = f.ref / "problem.py"
     shutil.copyfile(ctx.spec.problem_path, problem)
     # What was evaluated, named in the record: a reproduction checks it against the problem it runs (reproduce.py).
-    ctx.record["environment"]["problem_sha256"] = hashlib.sha256(problem.read_bytes()).hexdigest()
+    ctx.record.environment.problem_sha256 = hashlib.sha256(problem.read_bytes()).hexdigest()
     # The kernel's file goes into the hand-over folder (ours, read-only to the kernel), never into its own folder:
     # nothing of ours is written where the kernel could have planted a link.
     shutil.copyfile(ctx.spec.kernel_path, f.kernel_file)
@@ -45,16 +45,19 @@ def prepare(ctx: Context) -> None:
         build = import_kernel(ctx)
     finally:
         ctx.phase("compile", started)
-    ctx.record["environment"].update(
-        compile_cache=build.cache_state, load_limit_s=ctx.cand.load_limit_s, compile_limit_s=ctx.cand.build_limit_s
+    env = ctx.record.environment
+    env.compile_cache, env.load_limit_s, env.compile_limit_s = (
+        build.cache_state,
+        ctx.cand.load_limit_s,
+        ctx.cand.build_limit_s,
     )
     if build.stored is not None:
-        ctx.record["environment"]["compile_cache_store"] = build.stored
-    ctx.record["phases"]["compile_import"] = round(build.compile_s, 3)
+        env.compile_cache_store = build.stored
+    ctx.record.phases["compile_import"] = round(build.compile_s, 3)
     integrity(ctx, "after import")
     if ctx.opts.compile_only:
-        ctx.record["status"] = "ok"
-        ctx.record["error"] = "compile only: nothing else was run"
+        ctx.record.status = "ok"
+        ctx.record.error = "compile only: nothing else was run"
         raise CandidateFailed("compile only")
 
 
@@ -172,6 +175,6 @@ def handover(ctx: Context) -> None:
     used = chosen if ctx.ipc else f"file ({'; '.join(str(r) for r in reasons) or 'probe failed'})"
     # chosen again by every later process pair: what the first pair (correctness) used stays, a different choice of
     # a later one is added to it, never put in its place
-    env = ctx.record["environment"]
-    before = env.get("output_handover")
-    env["output_handover"] = used if before in (None, used) or used in str(before) else f"{before}; later pair: {used}"
+    env = ctx.record.environment
+    before = env.output_handover
+    env.output_handover = used if before in (None, used) or used in str(before) else f"{before}; later pair: {used}"

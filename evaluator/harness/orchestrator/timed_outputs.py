@@ -15,7 +15,6 @@ from evaluator.harness.protocol import (
     VERIFIED_TOLERANCE,
     Distribution,
     miss_kind,
-    set_check,
     shorten,
 )
 
@@ -87,7 +86,7 @@ def recheck(ctx: Context, rechecks: dict[str, Any]) -> None:
     kinds = {k: miss_kind(r) for k, r in checked.items()}
     beyond = [f"{k}: {checked[k].get('reason')}" for k, kind in kinds.items() if kind == "beyond"]
     missed = [k for k, kind in kinds.items() if kind == "precision"]
-    ctx.record["timed_outputs"] = as_distribution(checked, missing)
+    ctx.record.timed_outputs = as_distribution(checked, missing)
     detail = (
         f"{len(checked)} timed outputs re-checked against the fp32 reference by the gate's rule "
         f"(atol = rtol = {VERIFIED_TOLERANCE:g})"
@@ -104,15 +103,15 @@ def recheck(ctx: Context, rechecks: dict[str, Any]) -> None:
             "evidence of cheating, judged as correctness (timed_outputs)"
         )
     detail = shorten(detail, 700)
-    if (beyond or missing) and not ctx.record["correct"]:
+    if (beyond or missing) and not ctx.record.correct:
         # Timed only for its standard-protocol figure: timing runs with the randomised parameters the kernel
         # already failed on, so wrong timed outputs say nothing new. Not a verdict either way.
-        set_check(ctx.record, "timed_output_recheck", None, "not applicable (failed the verified gate); " + detail)
+        ctx.record.set_check("timed_output_recheck", None, "not applicable (failed the verified gate); " + detail)
         return
-    set_check(ctx.record, "timed_output_recheck", not beyond and not missing, detail)
+    ctx.record.set_check("timed_output_recheck", not beyond and not missing, detail)
 
 
-def as_distribution(checked: dict[str, dict[str, Any]], missing: list[str]) -> dict[str, Any]:
+def as_distribution(checked: dict[str, dict[str, Any]], missing: list[str]) -> Distribution:
     """The re-checks as one distribution entry (record.Distribution, name "timed outputs"): how many outputs were
     re-checked (`trials`), the largest errors, and, like a distribution's worst trial, the worst output's ratio and
     count of elements beyond the allowance; `error` names where the worst miss was found."""
@@ -122,24 +121,21 @@ def as_distribution(checked: dict[str, dict[str, Any]], missing: list[str]) -> d
         key=lambda k: (miss_kind(checked[k]) == "beyond", checked[k].get("worst_ratio") or 0.0),
         default=None,
     )
-    entry = Distribution(name="timed outputs", trials=len(checked)).to_dict()
-    entry.update(
-        passed=not missing and worst_key is None,
-        max_abs_error=max((r["max_abs_error"] for r in figures if r.get("max_abs_error") is not None), default=None),
-        max_rel_error=max((r["max_rel_error"] for r in figures if r.get("max_rel_error") is not None), default=None),
-    )
+    # assigned field by field, as the dict it once was got its keys: a null one is still written (record_fields)
+    entry = Distribution(name="timed outputs", trials=len(checked))
+    entry.passed = not missing and worst_key is None
+    entry.max_abs_error = max((r["max_abs_error"] for r in figures if r.get("max_abs_error") is not None), default=None)
+    entry.max_rel_error = max((r["max_rel_error"] for r in figures if r.get("max_rel_error") is not None), default=None)
     if figures:
-        entry.update(
-            atol=figures[0].get("atol"),
-            rtol=figures[0].get("rtol"),
-            elements=figures[0].get("elements"),
-            worst_ratio=max(float(r["worst_ratio"]) for r in figures),
-            beyond_tolerance=max(int(r.get("beyond_tolerance") or 0) for r in figures),
-        )
+        entry.atol = figures[0].get("atol")
+        entry.rtol = figures[0].get("rtol")
+        entry.elements = figures[0].get("elements")
+        entry.worst_ratio = max(float(r["worst_ratio"]) for r in figures)
+        entry.beyond_tolerance = max(int(r.get("beyond_tolerance") or 0) for r in figures)
     if worst_key is not None:
-        entry["error"] = shorten(f"{worst_key}: {checked[worst_key].get('reason', '')}", 300)
-        entry["precision_sized"] = not missing and miss_kind(checked[worst_key]) == "precision"
+        entry.error = shorten(f"{worst_key}: {checked[worst_key].get('reason', '')}", 300)
+        entry.precision_sized = not missing and miss_kind(checked[worst_key]) == "precision"
     elif missing:
-        entry["error"] = f"{missing[0]}: not a plain tensor"
-        entry["precision_sized"] = False
+        entry.error = f"{missing[0]}: not a plain tensor"
+        entry.precision_sized = False
     return entry

@@ -40,7 +40,7 @@ from evaluator.harness.orchestrator.timing_record import (
     fill_timing_record,
     stability_check,
 )
-from evaluator.harness.protocol import PAPER_LOOP_CALLS, set_check
+from evaluator.harness.protocol import PAPER_LOOP_CALLS, Memory, Timing, part
 from evaluator.harness.sandbox.candidate_cpu import busy_finding, used_between
 from evaluator.harness.timing import (
     LONG_BLOCK_TARGETS,
@@ -83,8 +83,8 @@ def run_timing(ctx: Context, holds: GpuHolds) -> None:
         ctx.phase(f"pair_{len(pairs) + 1}_start", step)
         starts.append({"pair": len(pairs) + 1, "seconds": seconds, "gpu_hold": held})
         if held == "exclusive":
-            phases = ctx.record["phases"]
-            phases["pair_starts_under_exclusive_lock"] = phases.get("pair_starts_under_exclusive_lock", 0) + 1
+            phases = ctx.record.phases
+            phases["pair_starts_under_exclusive_lock"] = (phases.get("pair_starts_under_exclusive_lock") or 0) + 1
         spent = sum(p.loop_s for p in pairs)
         _time_pair(ctx, seeds, pairs, block, pair_budget_s(opts, spent, len(pairs), wanted), holds)
     step = time.monotonic()
@@ -100,8 +100,11 @@ def run_timing(ctx: Context, holds: GpuHolds) -> None:
         fresh_rounds = fresh_probe(ctx, rechecks, _medians(times))
     recheck(ctx, rechecks)
     ctx.phase("timing_checks", step)
+    # The timing part is built as a dict (timing_record.py) and typed once complete, below.
+    timing = ctx.record.timing.to_dict()
     fill_timing_record(
         ctx.record,
+        timing,
         times,
         walls,
         outer,
@@ -114,23 +117,23 @@ def run_timing(ctx: Context, holds: GpuHolds) -> None:
         fresh_base_times=ctx.fresh_base_times,
         pairs=[(p.times["tf32"], p.times["cand"]) for p in pairs],
     )
-    describe_pairs(ctx.record, pairs, wanted=wanted, block_calls=block, skipped=skipped, opts=opts, host=host)
-    ctx.record["timing"]["pair_starts"] = starts
-    stability_check(ctx.record, [(p.times["tf32"], p.times["cand"]) for p in pairs], opts)
-    describe_precision(ctx.record, [p.stopped for p in pairs], opts)
-    _describe_cpu(ctx, pairs)
-    if ctx.record["timing"].get("candidate_fresh_inputs") is not None:
-        ctx.record["timing"]["candidate_fresh_inputs"]["rounds"] = fresh_rounds
+    describe_pairs(timing, pairs, wanted=wanted, block_calls=block, skipped=skipped, opts=opts, host=host)
+    timing["pair_starts"] = starts
+    stability_check(ctx.record, timing, [(p.times["tf32"], p.times["cand"]) for p in pairs], opts)
+    describe_precision(timing, [p.stopped for p in pairs], opts)
+    _describe_cpu(ctx, timing, pairs)
+    if timing.get("candidate_fresh_inputs") is not None:
+        timing["candidate_fresh_inputs"]["rounds"] = fresh_rounds
     if paper is not None:
-        ctx.record["timing"]["paper_loop"] = paper
+        timing["paper_loop"] = paper
+    ctx.record.timing = part(Timing, timing)
     ctx.phase("timing", started)
 
 
-def _describe_cpu(ctx: Context, pairs: list[PairSamples]) -> None:
+def _describe_cpu(ctx: Context, timing: dict[str, Any], pairs: list[PairSamples]) -> None:
     """Where the workers were timed (timing.cpu: the first pair's CPU and why, every pair's pinned threads) and
     the kernel's CPU time while the baseline was timed (timing.candidate_cpu); a kernel busy then fails timer
     integrity (candidate_cpu.py)."""
-    timing = ctx.record["timing"]
     timing["cpu"] = {"pinned": pairs[0].cpu, "threads_pinned": [p.pinned for p in pairs], "why": pairs[0].cpu_why}
     base_cpu = sum(cpu_ms for p in pairs for cpu_ms, _ in p.busy.values())
     base_wall = sum(wall_ms for p in pairs for _, wall_ms in p.busy.values())
@@ -141,7 +144,7 @@ def _describe_cpu(ctx: Context, pairs: list[PairSamples]) -> None:
     }
     finding = busy_finding(base_cpu, base_wall)
     if finding:
-        set_check(ctx.record, "timer_integrity", False, finding)
+        ctx.record.set_check("timer_integrity", False, finding)
 
 
 def _time_pair(
@@ -169,9 +172,9 @@ def _time_pair(
         if first:
             mem_b = ctx.ref.memory()["peak"]
             mem_c = ctx.cand.memory()["peak"]
-            ctx.record["memory"] = {"baseline_peak_bytes": mem_b, "candidate_peak_bytes": mem_c}
+            ctx.record.memory = Memory(baseline_peak_bytes=mem_b, candidate_peak_bytes=mem_c)
             if mem_b is not None and mem_c:
-                ctx.record["memory_ratio"] = mem_b / mem_c
+                ctx.record.memory_ratio = mem_b / mem_c
         if block is None:
             block = _block_size(ctx)
     ctx.phase(f"timing_setup{suffix}", step)
@@ -184,12 +187,12 @@ def _time_pair(
     with holds.hold("exclusive"):  # with it, the timing CPU and both workers pinned to it (gpu_holds.py)
         samples = _timed_blocks(ctx, sides, len(seeds), block, budget_s, pending, tag)
         samples.pinned, samples.cpu, samples.cpu_why = holds.pinned, holds.cpu, holds.cpu_why
-    ctx.record["phases"][f"timing_loop{suffix}"] = round(samples.loop_s, 3)
+    ctx.record.phases[f"timing_loop{suffix}"] = round(samples.loop_s, 3)
     step = time.monotonic()
     with holds.hold("shared"):
         pending.flush()
     samples.rechecks = pending.results
-    ctx.record["phases"][f"timing_recheck{suffix}"] = round(time.monotonic() - step + pending.paused_s, 3)
+    ctx.record.phases[f"timing_recheck{suffix}"] = round(time.monotonic() - step + pending.paused_s, 3)
     pairs.append(samples)
     return setup, block
 

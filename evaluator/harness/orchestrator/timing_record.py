@@ -3,6 +3,9 @@ bootstrap interval, and the checks that decide whether the timed figures can be 
 wall-clock cross-check, forged clock, plausibility).
 
 Pure computation on what the timing loop (timing_phase.py) collected, kept apart so each rule reads on its own.
+The record's own figures (the speedups, the checks) are set on the typed `Record`; the timing part is filled as the
+dict `timing` (nested pair rows, sides and cross-checks, many of them null), which timing_phase.py turns into the
+typed `Timing` once it is complete (protocol.part: parsed closed, so a key record_timing.py does not name is a bug).
 stdlib only, like the orchestrator: this runs in the process whose clock and checks the candidate cannot reach.
 """
 
@@ -14,17 +17,16 @@ import statistics
 from typing import Any
 
 from evaluator.harness.pair_interval import interval_unstable, log_ratio_interval, pair_log_ratios
-from evaluator.harness.protocol import EXCESSIVE_SPEEDUP, Options, set_check
+from evaluator.harness.protocol import EXCESSIVE_SPEEDUP, Options, Record
 from evaluator.harness.timing import Pair, pooled_ratio, summarise
 
 Samples = dict[str, list[float]]  # side ("cand", "tf32", "fp32", "compile") -> per-call ms
 OuterBlocks = dict[str, list[tuple[float, float, int]]]  # side -> per block (orchestrator wall ms, reported ms, calls)
 
-SPEEDUP_KEYS = ("speedup", "speedup_fp32", "speedup_compile")
-
 
 def fill_timing_record(
-    record: dict[str, Any],
+    record: Record,
+    timing: dict[str, Any],
     times: Samples,
     walls: Samples,
     outer: OuterBlocks,
@@ -38,21 +40,20 @@ def fill_timing_record(
     fresh_base_times: list[float],
     pairs: list[Pair] | None = None,
 ) -> None:
-    """Fill `record` (timing section, speedups, timing checks) in place.
+    """Fill `timing` (the record's timing part) and `record`'s speedups and timing checks in place.
 
     The order matters: the fresh-input correction and the wall-clock fallback each scale the speedups the step
     before produced, and the plausibility check judges the figure left after both. `pairs`: each process pair's
     (tf32 baseline, candidate) call times, when timing ran in more than one (the interval then covers their spread).
     """
-    timing = record["timing"]
     describe_method(timing, setup, opts, cuda=cuda, input_sets=input_sets)
     summarise_sides(timing, times, setup, opts)
     c_med = timing["candidate"]["median_ms"]
     if c_med and c_med > 0:  # no speedup from an empty or zero candidate median
-        compute_speedups(record, times, c_med, opts, pairs=pairs)
+        compute_speedups(record, timing, times, c_med, opts, pairs=pairs)
         if fresh_times:
-            fresh_input_check(record, c_med, fresh_times, fresh_base_times)
-    wallclock_crosscheck(record, walls, outer, c_med, opts)
+            fresh_input_check(record, timing, c_med, fresh_times, fresh_base_times)
+    wallclock_crosscheck(record, timing, walls, outer, c_med, opts)
     if forged:
         forged_clock_check(record, forged)
     speedup_plausible_check(record)
@@ -89,7 +90,12 @@ def summarise_sides(timing: dict[str, Any], times: Samples, setup: dict[str, Any
 
 
 def compute_speedups(
-    record: dict[str, Any], times: Samples, c_med: float, opts: Options, pairs: list[Pair] | None = None
+    record: Record,
+    timing: dict[str, Any],
+    times: Samples,
+    c_med: float,
+    opts: Options,
+    pairs: list[Pair] | None = None,
 ) -> None:
     """The headline speedup (TF32 baseline) and its interval on the log scale from the process pairs' medians
     (pair_interval.log_ratio_interval): exp(median of the pairs' log speedups), a deviant pair set aside from three
@@ -97,17 +103,16 @@ def compute_speedups(
     medians and a bootstrap over its calls. The FP32 speedup scales it by the first pair's FP32 / TF32 ratio
     (fp32_speedup); a compile baseline's is a ratio of medians pooled over the pairs. The bootstrap seed is
     secret so the interval cannot be anticipated; quick runs resample less."""
-    timing = record["timing"]
     resamples = 500 if opts.quick else 2000
-    record["speedup"] = timing["baseline_tf32"]["median_ms"] / c_med
-    record["speedup_ci"] = None
+    record.speedup = timing["baseline_tf32"]["median_ms"] / c_med
+    record.speedup_ci = None
     made = log_ratio_interval(pairs or [(times["tf32"], times["cand"])], resamples=resamples, seed=secrets.randbits(32))
     if made is not None:
-        record["speedup"], record["speedup_ci"], timing["ci_method"] = made.speedup, [made.low, made.high], made.method
+        record.speedup, record.speedup_ci, timing["ci_method"] = made.speedup, [made.low, made.high], made.method
         timing["ci_half_width"] = math.expm1(made.half)  # the interval is [speedup / (1 + this), speedup * (1 + this)]
-    record["speedup_fp32"] = fp32_speedup(record["speedup"], times, pairs)
+    record.speedup_fp32 = fp32_speedup(record.speedup, times, pairs)
     if "compile" in times:
-        record["speedup_compile"] = timing["baseline_compile"]["median_ms"] / c_med
+        record.speedup_compile = timing["baseline_compile"]["median_ms"] / c_med
 
 
 def fp32_speedup(speedup: float, times: Samples, pairs: list[Pair] | None) -> float | None:
@@ -122,13 +127,16 @@ def fp32_speedup(speedup: float, times: Samples, pairs: list[Pair] | None) -> fl
     return speedup * statistics.median(fp32) / statistics.median(tf32)
 
 
-def scale_speedups(record: dict[str, Any], factor: float) -> None:
+def scale_speedups(record: Record, factor: float) -> None:
     """Scale every speedup figure and the interval by one factor, so they stay consistent with each other."""
-    for key in SPEEDUP_KEYS:
-        if record[key] is not None:
-            record[key] *= factor
-    if record["speedup_ci"]:
-        record["speedup_ci"] = [v * factor for v in record["speedup_ci"]]
+    if record.speedup is not None:
+        record.speedup *= factor
+    if record.speedup_fp32 is not None:
+        record.speedup_fp32 *= factor
+    if record.speedup_compile is not None:
+        record.speedup_compile *= factor
+    if record.speedup_ci:
+        record.speedup_ci = [None if v is None else v * factor for v in record.speedup_ci]
 
 
 def looks_like_replay(
@@ -144,11 +152,12 @@ def looks_like_replay(
     return statistics.median(fresh) > 1.5 * c_med * allowance + 0.05
 
 
-def fresh_input_check(record: dict[str, Any], c_med: float, fresh: list[float], base: list[float]) -> None:
+def fresh_input_check(
+    record: Record, timing: dict[str, Any], c_med: float, fresh: list[float], base: list[float]
+) -> None:
     """Compare the rotating-set median with calls on never-seen inputs. The timed loop rotates through a handful
     of sets, so a cache keyed on input contents or addresses (A6, A9) replays most timed calls; if fresh calls
     are much slower, the kernel is judged by what fresh inputs cost."""
-    timing = record["timing"]
     f_med = statistics.median(fresh)
     b_med = timing["baseline_tf32"]["median_ms"]
     replay = looks_like_replay(c_med, fresh, b_med, base)
@@ -156,12 +165,12 @@ def fresh_input_check(record: dict[str, Any], c_med: float, fresh: list[float], 
     detail = f"{len(fresh)} calls on never-seen inputs: median {f_med:.4g} ms vs {c_med:.4g} ms rotating"
     if replay:
         factor = c_med / f_med
-        if base and record["speedup"]:
+        if base and record.speedup:
             # paired with the baseline on the same fresh inputs; never raised above the rotating figure
-            factor = min(1.0, statistics.median(base) / f_med / record["speedup"])
+            factor = min(1.0, statistics.median(base) / f_med / record.speedup)
         scale_speedups(record, factor)
         detail += f"; speedup taken from the fresh-input calls ({factor:.3g}x)"
-    set_check(record, "fresh_input_timing", not replay, detail)
+    record.set_check("fresh_input_timing", not replay, detail)
 
 
 def _overhead(blocks: list[tuple[float, float, int]]) -> float:
@@ -192,12 +201,11 @@ def _per_call(blocks: list[tuple[float, float, int]]) -> float | None:
 
 
 def wallclock_crosscheck(
-    record: dict[str, Any], walls: Samples, outer: OuterBlocks, c_med: float | None, opts: Options
+    record: Record, timing: dict[str, Any], walls: Samples, outer: OuterBlocks, c_med: float | None, opts: Options
 ) -> None:
     """Wall-clock cross-check. Inside each worker: per-call device-synchronised wall vs event time. Outside, on the
     orchestrator's clock (which the candidate cannot touch): per-call block wall minus reported time, for the
     candidate against the same overhead for the baseline. Hidden work shows up as unexplained time."""
-    timing = record["timing"]
     c_wall = statistics.median(walls["cand"]) if walls["cand"] else None
     b_wall = statistics.median(walls["tf32"]) if walls["tf32"] else None
     inner_ratio = (c_wall / c_med) if (c_wall and c_med) else None
@@ -237,32 +245,30 @@ def wallclock_crosscheck(
         timing["wallclock"]["speedup_orchestrator_clock"] if outer_bad else None,
     ]
     fallbacks = [f for f in candidates if f is not None]
-    if fallbacks and record["speedup"] is not None and min(fallbacks) < record["speedup"]:
-        factor = min(fallbacks) / record["speedup"]
+    if fallbacks and record.speedup is not None and min(fallbacks) < record.speedup:
+        factor = min(fallbacks) / record.speedup
         scale_speedups(record, factor)
         detail += f"; speedup taken from the wall clock ({factor:.3g}x of the timed figure)"
-    set_check(record, "wallclock_crosscheck", not (inner_bad or outer_bad), detail)
+    record.set_check("wallclock_crosscheck", not (inner_bad or outer_bad), detail)
 
 
-def forged_clock_check(record: dict[str, Any], forged: list[str]) -> None:
+def forged_clock_check(record: Record, forged: list[str]) -> None:
     """Fail timer integrity when the candidate reported more time than the orchestrator saw elapse (the timing loop
     collects those blocks). Only a failure is written here: the worker's own integrity probe sets the pass."""
-    set_check(
-        record,
+    record.set_check(
         "timer_integrity",
         False,
         "candidate reported more time than elapsed: " + "; ".join(forged)[:300],
     )
 
 
-def speedup_plausible_check(record: dict[str, Any]) -> None:
+def speedup_plausible_check(record: Record) -> None:
     """Judge the final figure (after both corrections) against EXCESSIVE_SPEEDUP. A soft check, not in HARD_CHECKS:
     a failure does not reject the kernel, it is a signal for review (the audit reads it as suspicious)."""
-    speedup = record["speedup"]
+    speedup = record.speedup
     if speedup is not None:
         plausible = speedup <= EXCESSIVE_SPEEDUP
-        set_check(
-            record,
+        record.set_check(
             "speedup_plausible",
             plausible,
             f"speedup {speedup:.3g}x " + ("<=" if plausible else "> ") + f"{EXCESSIVE_SPEEDUP:g}x",
@@ -270,7 +276,7 @@ def speedup_plausible_check(record: dict[str, Any]) -> None:
 
 
 def describe_pairs(
-    record: dict[str, Any],
+    timing: dict[str, Any],
     pairs: list[Any],
     *,
     wanted: int,
@@ -281,7 +287,6 @@ def describe_pairs(
 ) -> None:
     """Per-process-pair medians (`timing.pairs`), so a reader sees the spread between processes that the interval
     covers, and how the blocks were sized. `pairs`: pair_policy.PairSamples."""
-    timing = record["timing"]
     timing["block_calls"] = block_calls
     timing["order"] = f"alternating blocks (ABAB), {block_calls} calls per block"
     made = log_ratio_interval([(p.times["tf32"], p.times["cand"]) for p in pairs], bootstrap=False)
@@ -315,13 +320,12 @@ def describe_pairs(
     )
 
 
-def stability_check(record: dict[str, Any], pairs: list[Pair], opts: Options) -> None:
+def stability_check(record: Record, timing: dict[str, Any], pairs: list[Pair], opts: Options) -> None:
     """`timing.unstable`: the speedup's interval from the process pairs (a deviant pair set aside) is wider than
     opts.unstable_width (high / low), so it cannot rank anything. Such a figure is recorded but not ranked
     (evaluator/selectors/eligibility.py); the check `timing_stable` says why. Not a rejection: nothing says the
     kernel cheated, only that its speed depends on the process it runs in more than the harness can pin down.
     Judged with more than one pair only: one pair's interval is its calls' precision."""
-    timing = record["timing"]
     timing["unstable"] = False
     if len(pair_log_ratios(pairs)) < 2:
         return
@@ -330,21 +334,19 @@ def stability_check(record: dict[str, Any], pairs: list[Pair], opts: Options) ->
     timing["unstable"] = bool(reason)
     if reason:
         timing["unstable_reason"] = f"timing unstable: {reason} after {len(pairs)} process pairs"
-        set_check(record, "timing_stable", False, timing["unstable_reason"])
+        record.set_check("timing_stable", False, timing["unstable_reason"])
     elif made is not None:
         aside = f" (pair {made.set_aside} set aside as a deviant process)" if made.set_aside else ""
-        set_check(
-            record,
+        record.set_check(
             "timing_stable",
             True,
             f"{len(pairs)} process pairs' interval {made.width:.3g}x wide{aside}, within {opts.unstable_width:g}x",
         )
 
 
-def describe_precision(record: dict[str, Any], stopped: list[str], opts: Options) -> None:
+def describe_precision(timing: dict[str, Any], stopped: list[str], opts: Options) -> None:
     """How precise the speedup came out against the target (`timing.precision`), and why each pair's timed blocks
     stopped: a target met early saves GPU time, a budget or call cap reached says the spread needed more."""
-    timing = record["timing"]
     half = timing.get("ci_half_width")
     timing["precision"] = {
         "ci_target": opts.ci_target,
