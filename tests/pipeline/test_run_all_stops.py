@@ -103,8 +103,10 @@ def test_a_normal_stop_logs_no_error(make_run):
     os.killpg(make_run.make.pid, signal.SIGTERM)  # as `kill -- -PGID`, or make passing its SIGTERM on
     make_run.make.wait(timeout=60)
     _wait("the children to stop", lambda: not any(_alive(p) for p in children.values()), 30, make_run.log)
+    # run_all says "stopped" only after it has reaped both children: a moment after they are gone
+    _wait("run_all to stop", lambda: "run_all: stopped" in make_run.log.read_text(errors="replace"), 30, make_run.log)
     text = make_run.log.read_text(errors="replace")
-    assert "run_all: stopped" in text and "Warm shutdown" in text
+    assert "Warm shutdown" in text
     assert "ERROR" not in text, text
 
 
