@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+HARNESS_USER = "evaluation"
 ENV_PASSTHROUGH = (
     "PATH",
     "LD_LIBRARY_PATH",
@@ -32,6 +33,10 @@ def harness_env(home: Path, base: Mapping[str, str] | None = None) -> dict[str, 
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update(
         HOME=str(home),
+        # the harness's uids have no passwd entry: libraries that ask getpass.getuser() (torch's inductor, for its
+        # cache folder on CUDA) read these instead of failing the lookup (seen on the H100: every reference warm-up)
+        USER=HARNESS_USER,
+        LOGNAME=HARNESS_USER,
         PYTHONPATH=str(REPO_ROOT),
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONUNBUFFERED="1",
