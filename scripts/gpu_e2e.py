@@ -51,6 +51,13 @@ from e2e.stack import EXPORT, IMPORT_DEMO, SETUP_USER, Deployment
 __all__ = ["KERNEL_FILES", "build_bundle", "bundle_files", "main"]  # tests/pipeline/test_gpu_e2e_script.py uses these
 
 
+def hardware_label(gpu_name: str) -> str:
+    """The board's label for a GPU from torch's name for it: "NVIDIA H100 80GB HBM3" -> h100, "NVIDIA H200" ->
+    h200 (a run on another card must not be filed under the H200's board)."""
+    found = re.search(r"\b(RTX\s*\d{4}|[A-Z]{1,3}\d{1,4}[A-Z]?)\b", gpu_name.upper())
+    return re.sub(r"\s+", "", found.group(1)).lower() if found else "gpu"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out", type=Path, help="output folder (record, fixture, log tails)")
@@ -59,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-install", action="store_true", help="use this interpreter (it has the requirements)")
     p.add_argument("--wheels", type=Path, default=REPO / "wheels")
     p.add_argument("--work", type=Path, help="venv, VAR_DIR and bundle (default: a new temporary folder)")
-    p.add_argument("--hardware", help="hardware label (default h200 on cuda, cpu on cpu)")
+    p.add_argument("--hardware", help="hardware label (default: from the GPU's name, h200 for an H200; cpu on cpu)")
     p.add_argument("--gpus", type=int, help="Celery GPU workers, one per GPU (default: every GPU torch sees)")
     p.add_argument("--slots", type=int, help="evaluations at once per worker (default 4 on cuda, 1 on cpu)")
     p.add_argument("--no-prestart", action="store_true", help="no standby harnesses (default on for cuda)")
@@ -70,7 +77,6 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     started = time.monotonic()
     date = utcnow()
-    hardware = args.hardware or ("h200" if args.device == "cuda" else "cpu")
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.work or Path(tempfile.mkdtemp(prefix="kbv-e2e-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -92,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"machine: {json.dumps(facts)}")
     if args.device == "cuda" and not facts["gpu_count"]:
         raise SystemExit("--device cuda but torch sees no GPU")
+    hardware = args.hardware or (hardware_label(facts.get("gpu") or "") if args.device == "cuda" else "cpu")
     gpus = args.gpus or (facts["gpu_count"] if args.device == "cuda" else 1)
     slots = args.slots or (4 if args.device == "cuda" else 1)
     prestart = args.device == "cuda" and not args.no_prestart

@@ -28,6 +28,20 @@ def _script_module() -> Any:
     return module
 
 
+@pytest.mark.parametrize(
+    "name, label",
+    [
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA H100 80GB HBM3", "h100"),  # the card the 2026-12-05 run got: it was filed as h200 then
+        ("NVIDIA A100-SXM4-80GB", "a100"),
+        ("NVIDIA GeForce RTX 4090", "rtx4090"),
+        ("", "gpu"),
+    ],
+)
+def test_a_run_is_filed_under_the_card_it_ran_on(name: str, label: str) -> None:
+    assert _script_module().hardware_label(name) == label
+
+
 def test_gpu_bundle_is_accepted_by_the_parser(tmp_path: Path) -> None:
     """The H200 bundle: benchmarks/kernels plus reference wrappers, >= 20 problems, L1/19 and a Level 3 model."""
     from leaderboard.bundles import parse_bundle
