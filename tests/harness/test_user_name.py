@@ -9,35 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from evaluator.harness.environ import harness_env, worker_env
-from evaluator.runner import run_evaluation
-
-ASKS = """
-import getpass
-import torch
-import torch.nn as nn
-
-class {name}(nn.Module):
-    def forward(self, x):
-        assert getpass.getuser()  # what torch._inductor's default cache folder does
-        return torch.relu(x)
-
-def get_inputs():
-    return [torch.randn(64, 64)]
-
-def get_init_inputs():
-    return []
-"""
 
 
-def test_a_reference_and_a_kernel_that_ask_for_their_user_name_run(tmp_path: Path) -> None:
-    record = run_evaluation(
-        problem_source=ASKS.format(name="Model"),
-        kernel_source=ASKS.format(name="ModelNew"),
-        device="cpu",
-        timeout=120,
-        work_root=tmp_path / "work",
-        options={"quick": True},
-    )
+def test_a_reference_and_a_kernel_that_ask_for_their_user_name_run(evaluate) -> None:
+    record = evaluate("asks_user_name", "asks_user_name")
     assert record["status"] == "ok", record.get("error")
     assert record["correct"] is True
 
