@@ -23,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
+from evaluator.orphans import remove_work  # noqa: E402
 from evaluator.runner import run_evaluation  # noqa: E402
 
 # load_inline CUDA built on the first forward, not at import (a pattern LLM kernels use)
@@ -86,20 +87,24 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--hang-grace-s", type=float, default=3.0)
     parser.add_argument("--hardware", default="h200", help="the record's hardware label (h100 on an H100)")
+    parser.add_argument("--cases", type=int, nargs="*", help="only these cases (numbers from 0, in CASES' order)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rows, failures = [], 0
     print("| kernel | status | correct | took s | first build s (correctness phase) | error |")
     print("|---|---|---|---|---|---|")
-    for name, problem, kernel, want in CASES:
+    for number, (name, problem, kernel, want) in enumerate(CASES):
+        if args.cases and number not in args.cases:
+            continue
         started = time.monotonic()
+        work = args.out / "work" / str(number)  # kept for the harness log of a case that did not end as it must
         record = run_evaluation(
             problem_source=_source(problem),
             kernel_source=_source(kernel),
             device="cuda",
             timeout=900,
-            work_root=args.out / "work",
-            options={"quick": True, "hardware": args.hardware, "hang_grace_s": args.hang_grace_s},
+            work_root=work,
+            options={"quick": True, "hardware": args.hardware, "hang_grace_s": args.hang_grace_s, "keep_workdir": True},
         )
         took = time.monotonic() - started
         phases = record.get("phases") or {}
@@ -114,8 +119,13 @@ def main() -> int:
             "compile_limit_s": (record.get("environment") or {}).get("compile_limit_s"),
             "error": (record.get("error") or "")[:300],
         }
+        failed = row["status"] != want or (want == "ok" and row["correct"] is not True)
+        if failed:  # the orchestrator's own log says why (its last lines; the work folder is too deep to copy)
+            logs = work.glob("*/harness/harness.log")
+            row["harness_log_tail"] = [log.read_text(errors="replace")[-4000:] for log in logs]
+        remove_work(work)
         rows.append(row)
-        failures += row["status"] != want or (want == "ok" and row["correct"] is not True)
+        failures += failed
         print(
             f"| {name} | {row['status']} | {row['correct']} | {row['seconds']} | {row['compile_s']} "
             f"({row['correctness_s']}) | {row['error'][:120]} |",

@@ -41,7 +41,7 @@ from evaluator.harness.workers.device import poison_allocator, precision_flags, 
 from evaluator.harness.workers.extensions import suffix_extension_names
 from evaluator.harness.workers.handover import export_cuda
 from evaluator.harness.workers.inputs import load_problem, make_inputs
-from evaluator.harness.workers.l2 import L2Flusher, no_flush
+from evaluator.harness.workers.l2 import L2Flusher, flusher_before_sets, no_flush
 from evaluator.harness.workers.lead import LaunchLead
 from evaluator.harness.workers.memory import peak_bytes
 from evaluator.harness.workers.profiling import profile_call
@@ -259,9 +259,9 @@ class Candidate:
         return earlier
 
     def timing_setup(self, msg: dict[str, Any]) -> dict[str, Any]:
-        self.sets = [self._inputs(seed) for seed in msg["seeds"]]
-        self.flusher = L2Flusher(self.device)
+        self.flusher = flusher_before_sets(self.device)
         self.lead = LaunchLead(self.device, float(msg.get("lead_us", 0.0)))
+        self.sets = [self._inputs(seed) for seed in msg["seeds"]]
         self.task_base = None
         self._block(int(msg["warmup"]), 0, None)
         self.task_base = len(_listdir("/proc/self/task"))  # after warm-up: thread pools exist by now

@@ -43,6 +43,16 @@ class L2Flusher:
         self.buffer.fill_(1)
 
 
+def flusher_before_sets(device: str) -> L2Flusher:
+    """The flush buffer in a device segment of its own, made before a worker's timing sets. Made after them, it was
+    cut from a cached block a forward had freed (a 6 GiB output's, on the big problems), and the rest of that block
+    (5.75 GiB) could serve no set again while the buffer lived: on an H100 the fresh-input probe's 6 GiB set of L1/19
+    then ran out of the worker's share of the device (0.45) with 24.25 GiB in use and 5.75 GiB stranded."""
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()  # cached blocks back to the device: the buffer gets a segment of its own
+    return L2Flusher(device)
+
+
 def _cudart_function(name: str) -> Any:
     """Find a CUDA runtime function in the libcudart torch already loaded (read from /proc/self/maps)."""
     try:

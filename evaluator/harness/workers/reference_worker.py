@@ -29,7 +29,7 @@ from evaluator.harness.workers.device import device_info, precision_flags, set_p
 from evaluator.harness.workers.flops import count_namespace
 from evaluator.harness.workers.handover import DTYPES, load_untrusted_file, open_cuda
 from evaluator.harness.workers.inputs import clone_all, load_problem, make_inputs, tensor_bytes
-from evaluator.harness.workers.l2 import L2Flusher, no_flush
+from evaluator.harness.workers.l2 import L2Flusher, flusher_before_sets, no_flush
 from evaluator.harness.workers.lead import LaunchLead
 from evaluator.harness.workers.memory import peak_bytes
 from evaluator.harness.workers.profiling import profile_call
@@ -198,6 +198,8 @@ class Reference:
     # --- timing ----------------------------------------------------------------------------------------------
 
     def timing_setup(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.flusher = flusher_before_sets(self.device)
+        self.lead = LaunchLead(self.device, float(msg.get("lead_us", 0.0)))
         self.sets = []
         self.recheck_refs = {}
         self.recheck_refs_tf32 = {}
@@ -205,8 +207,6 @@ class Reference:
             inputs = self._inputs(int(seed), 1.0)
             self.recheck_refs[index] = self._forward(inputs)
             self.sets.append(inputs)
-        self.flusher = L2Flusher(self.device)
-        self.lead = LaunchLead(self.device, float(msg.get("lead_us", 0.0)))
         reply: dict[str, Any] = {"flush": self.flusher.detail, "lead": self.lead.detail, "compile_error": None}
         for tf32 in (True, False):
             self._run_block(self.model, tf32, int(msg["warmup"]), 0)
