@@ -120,7 +120,9 @@ def main() -> int:
             "error": (record.get("error") or "")[:300],
         }
         failed = row["status"] != want or (want == "ok" and row["correct"] is not True)
-        if failed:  # the orchestrator's own log says why (its last lines; the work folder is too deep to copy)
+        if failed:  # the failed checks and the orchestrator's own log say why (the work folder is too deep to copy)
+            checks = record.get("checks") or []
+            row["failed_checks"] = {c.get("name"): c.get("detail") for c in checks if c.get("passed") is False}
             logs = work.glob("*/harness/harness.log")
             row["harness_log_tail"] = [log.read_text(errors="replace")[-4000:] for log in logs]
         remove_work(work)

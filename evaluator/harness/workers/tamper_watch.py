@@ -9,6 +9,7 @@ orchestrator's own clock remains the real guard. torch only; never imports candi
 from __future__ import annotations
 
 import builtins
+import importlib.util
 import os
 import sys
 import threading
@@ -60,6 +61,22 @@ def _resolve(dotted: str) -> Any:
 
 _CAPTURED = tuple((name, _resolve(name)) for name in WATCHED)
 _listdir = os.listdir
+
+
+def _no_progress_bar_monitor() -> None:
+    """tqdm's first progress bar starts a monitor thread (`tqdm_monitor`) that lives on; torch.compile's inductor
+    draws such bars while it compiles on CUDA, so an honest torch.compile kernel was rejected for a thread it never
+    started (thread_count, on an H100). The monitor is switched off before any kernel code runs, so library bars
+    start no thread, and every thread still alive is one the kernel's code started. tqdm is imported only where it
+    is installed (torch does not need it); a kernel that turns the monitor back on starts that thread itself."""
+    if importlib.util.find_spec("tqdm") is None:
+        return
+    import tqdm.std
+
+    tqdm.std.tqdm.monitor_interval = 0
+
+
+_no_progress_bar_monitor()
 # The worker's own threads are those alive now: its build watcher (build_signal.py) is started first.
 build_signal.WATCH.start()
 THREADS_AT_START = frozenset(t.ident for t in threading.enumerate())
