@@ -118,6 +118,18 @@ def fit(line: str, columns: int) -> str:
     return line if len(line) < columns else line[: max(0, columns - 2)] + "\u2026"
 
 
+class StillRunning(Exception):
+    """--timeout passed while the server was still evaluating: the server answered, the wait ran out."""
+
+    def __init__(self, submission: dict[str, Any], timeout: float) -> None:
+        self.submission = submission
+        sub_id = submission.get("id", "?")
+        super().__init__(
+            f"submission {sub_id} is still {submission.get('status')} after {timeout:.0f} s of waiting (--timeout): "
+            f"{progress_line(submission)}; the server goes on evaluating it (kbv status {sub_id})"
+        )
+
+
 def wait(url: str, token: str | None, *, interval: float, timeout: float, out: Any) -> dict[str, Any]:
     """Poll the submission until it finishes. On a terminal one progress line is redrawn in place (cleared first,
     cut to the terminal's width); elsewhere (a log, a pipe) a plain line is written each time the progress changes."""
@@ -142,7 +154,7 @@ def wait(url: str, token: str | None, *, interval: float, timeout: float, out: A
         if time.monotonic() > deadline:
             if tty:
                 out.write("\n")
-            raise TimeoutError(f"still {sub['status']} after {timeout:.0f} s")
+            raise StillRunning(sub, timeout)
         time.sleep(interval)
 
 
@@ -297,6 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
+    except StillRunning as exc:  # not the server's fault: say where the submission stands
+        if args.json:
+            print(json.dumps({"error": str(exc), "still_running": exc.submission, "exit_code": EXIT_UNREACHABLE}))
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     except (urllib.error.URLError, OSError, TimeoutError, ApiError) as exc:
         message = error_text(exc, args.url)
         if args.json:  # stdout holds one JSON document, an error too

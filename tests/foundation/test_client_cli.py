@@ -139,3 +139,17 @@ def test_json_with_the_server_down_prints_a_json_error_on_stdout(capsys, tmp_pat
         assert answer["url"] == url and answer["exit_code"] == cli.EXIT_UNREACHABLE
         assert answer["error"].startswith(f"cannot reach the server at {url}")
         assert "urlopen error" not in out.err and out.err.startswith("error: cannot reach the server")
+
+
+def test_a_wait_that_runs_out_says_the_submission_is_still_running_not_that_the_server_is_silent(
+    server, capsys, tmp_path
+):
+    # seen on the GPU (scripts/gpu_e2e.py, 2026-12-05): "the server ... did not answer in time" while it answered
+    server["final"] = submission([kernel(), kernel(evaluation_id=2, status="running", correct=None)], "running")
+    code, _, err = run(capsys, tmp_path, "--wait", "--interval", "0", "--timeout", "0")
+    assert code == cli.EXIT_UNREACHABLE
+    assert "did not answer" not in err
+    assert "submission 7 is still running after 0 s of waiting (--timeout)" in err and "kbv status 7" in err
+    code, out, _ = run(capsys, tmp_path, "--json", "--wait", "--interval", "0", "--timeout", "0")
+    answer = json.loads(out)
+    assert answer["still_running"]["status"] == "running" and answer["exit_code"] == cli.EXIT_UNREACHABLE
