@@ -3,7 +3,8 @@ functions, and the harness's own worker-side functions, captured when this modul
 imports it before any kernel code exists) and compared when asked; and the threads a kernel left running.
 
 A kernel runs in the same process and could patch this module too: what it reports is evidence, and the
-orchestrator's own clock remains the real guard. torch only; never imports candidate code.
+orchestrator's own clock remains the real guard. torch only (and tqdm's monitor switch, where tqdm is
+installed); never imports candidate code.
 """
 
 from __future__ import annotations
