@@ -4,6 +4,13 @@ from the algorithm a library picked (different kernels) or from where the tensor
 kernels, a different speed for a new allocation within one process).
 
     python3 benchmarks/per_process_speed_gpu.py --only L1/68 --processes 6 [--concurrent 3] [--out FILE.jsonl]
+        [--fraction 0.05] [--hog-gb 120]
+
+Memory pressure, to tell a library's algorithm fallback from a per-process speed: --fraction caps each child's
+caching allocator (torch.cuda.set_per_process_memory_fraction), --hog-gb has another process hold that many GiB of
+device memory while the children run. Each child says how many allocations failed inside it (the caching
+allocator's num_ooms: a library such as cuDNN that catches the failure and falls back to another algorithm still
+counts one) and its peak allocation at the first call (the workspace of the algorithm picked shows there).
 
 Each child: seed 42 model and inputs, 5 warm-up calls, then for each of --placements fresh allocations of the inputs
 (a spacer tensor of a random size before each, so they land elsewhere) the median of --calls CUDA-event timed calls
@@ -27,7 +34,9 @@ PROBLEMS = REPO / "leaderboard" / "data" / "kernelbench" / "problems.jsonl"
 
 CHILD = r"""
 import json, random, statistics, sys, torch
-source, calls, placements = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+source, calls, placements, fraction = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+if fraction:
+    torch.cuda.set_per_process_memory_fraction(fraction)
 space = {}
 exec(compile(source, "problem", "exec"), space)
 torch.manual_seed(42)
@@ -39,7 +48,13 @@ base = [x.cuda() if isinstance(x, torch.Tensor) else x for x in space["get_input
 rng = random.Random()
 medians = []
 with torch.no_grad():
-    for _ in range(5):
+    torch.cuda.synchronize()
+    before_first = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    model(*base)
+    torch.cuda.synchronize()
+    first_call_extra_mb = (torch.cuda.max_memory_allocated() - before_first) / 2**20
+    for _ in range(4):
         model(*base)
     for p in range(placements):
         spacer = torch.empty(rng.randrange(1, 64) << 20, dtype=torch.uint8, device="cuda")
@@ -59,7 +74,10 @@ with torch.no_grad():
         model(*base)
         torch.cuda.synchronize()
 kernels = sorted({e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA})
-print(json.dumps({"medians_ms": medians, "kernels": kernels}))
+stats = torch.cuda.memory_stats()
+print(json.dumps({"medians_ms": medians, "kernels": kernels, "num_ooms": stats.get("num_ooms", 0),
+                  "first_call_extra_mb": round(first_call_extra_mb, 1),
+                  "free_mb_at_end": round(torch.cuda.mem_get_info()[0] / 2**20)}))
 """
 
 
@@ -72,6 +90,30 @@ def problem_source(key: str) -> str:
     raise SystemExit(f"no problem {key}")
 
 
+HOG = r"""
+import sys, time, torch
+free = torch.cuda.mem_get_info()[0]
+want = int(float(sys.argv[1]) * 2**30)
+if want > free:
+    print(f"only {free / 2**30:.1f} GiB free on this device, {want / 2**30:.1f} asked", flush=True)
+    sys.exit(1)
+block = torch.empty(want, dtype=torch.uint8, device="cuda")
+print("holding", flush=True)
+time.sleep(3600)
+"""
+
+
+def _hold_memory(gib: float) -> subprocess.Popen:
+    """Another process holding `gib` GiB of device memory until killed (what neighbours' workers do)."""
+    hog = subprocess.Popen([sys.executable, "-c", HOG, str(gib)], stdout=subprocess.PIPE, text=True)
+    assert hog.stdout is not None
+    said = hog.stdout.readline().strip()
+    if said != "holding":
+        hog.kill()
+        raise SystemExit(f"the memory holder did not start: {said or 'it exited without a word'}")
+    return hog
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default="L1/68")
@@ -79,21 +121,28 @@ def main() -> None:
     parser.add_argument("--concurrent", type=int, default=1)
     parser.add_argument("--calls", type=int, default=30)
     parser.add_argument("--placements", type=int, default=3)
+    parser.add_argument("--fraction", type=float, default=0.0, help="each child's memory fraction (0: none)")
+    parser.add_argument("--hog-gb", type=float, default=0.0, help="GiB another process holds meanwhile")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     source = problem_source(args.only)
+    hog = _hold_memory(args.hog_gb) if args.hog_gb else None
 
     def child(index: int) -> dict:
         done = subprocess.run(
-            [sys.executable, "-c", CHILD, source, str(args.calls), str(args.placements)],
+            [sys.executable, "-c", CHILD, source, str(args.calls), str(args.placements), str(args.fraction)],
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         if done.returncode:
             return {"process": index, "error": done.stderr[-500:]}
         return {"process": index, **json.loads(done.stdout.strip().splitlines()[-1])}
 
-    with ThreadPoolExecutor(args.concurrent) as pool:
-        rows = list(pool.map(child, range(args.processes)))
+    try:
+        with ThreadPoolExecutor(args.concurrent) as pool:
+            rows = list(pool.map(child, range(args.processes)))
+    finally:
+        if hog:
+            hog.kill()
     for row in rows:
         print(json.dumps(row), flush=True)
     if args.out:
@@ -112,6 +161,10 @@ def main() -> None:
         "between_processes_max_off_median": round(max(abs(x / centre - 1) for x in firsts), 4),
         "within_process_placements_spread_max": round(max(within), 4),
         "distinct_kernel_sets": len({tuple(r["kernels"]) for r in ok}),
+        "fraction": args.fraction,
+        "hog_gb": args.hog_gb,
+        "num_ooms": [r["num_ooms"] for r in ok],
+        "first_call_extra_mb": [r["first_call_extra_mb"] for r in ok],
     }
     print(json.dumps(summary), flush=True)
 

@@ -12,13 +12,13 @@ from pathlib import Path
 from evaluator.harness.workers import reference_worker
 from evaluator.harness.workers.l2 import L2Flusher, flusher_before_sets
 
-PROBLEM = Path(__file__).parent / "problems" / "relu.py"
+from .conftest import PROBLEMS
 
 
 def test_the_reference_makes_its_flush_buffer_before_its_timing_sets(monkeypatch, tmp_path) -> None:
     order: list[str] = []
     ref = reference_worker.Reference()
-    ref.setup({"device": "cpu", "problem_path": str(PROBLEM), "init_path": str(tmp_path / "init.pt")})
+    ref.setup({"device": "cpu", "problem_path": str(PROBLEMS / "relu.py"), "init_path": str(tmp_path / "init.pt")})
     make_inputs = ref._inputs
 
     def flusher(device: str) -> L2Flusher:

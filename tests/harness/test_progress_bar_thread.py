@@ -8,25 +8,20 @@ from __future__ import annotations
 
 import pytest
 
+from .conftest import check, source
+
 pytest.importorskip("tqdm")  # requirements-dev.txt installs it; torch does not need it
-
-
-def _check(record: dict, name: str) -> dict:
-    return next(c for c in record["checks"] if c["name"] == name)
 
 
 def test_a_kernel_that_draws_a_progress_bar_is_not_rejected_for_its_monitor_thread(evaluate) -> None:
     record = evaluate("relu", "progress_bar")
     assert record["status"] == "ok", record.get("error")
     assert record["correct"] is True
-    assert _check(record, "thread_count")["passed"] is True
+    assert check(record, "thread_count")["passed"] is True
 
 
 def test_a_kernel_that_turns_the_monitor_back_on_starts_that_thread_itself(evaluate) -> None:
-    source = (
-        "import tqdm.std\ntqdm.std.tqdm.monitor_interval = 10\n"
-        + open(__file__.replace("test_progress_bar_thread.py", "kernels/progress_bar.py")).read()
-    )
-    record = evaluate("relu", kernel_source=source)
+    monitor_on = "import tqdm.std\ntqdm.std.tqdm.monitor_interval = 10\n"
+    record = evaluate("relu", kernel_source=monitor_on + source("kernel", "progress_bar"))
     assert record["status"] == "rejected"
-    assert "tqdm_monitor" in _check(record, "thread_count")["detail"]
+    assert "tqdm_monitor" in check(record, "thread_count")["detail"]
