@@ -150,6 +150,7 @@ class Run:
             "pairs_below_ms": self.args.pairs_below_ms,
             "target_block_ms": self.args.target_block_ms,
             "launch_bound_pairs": self.args.launch_bound_pairs,
+            "placement_pairs": self.args.placement_pairs,
             "pin_timing_cpu": {"on": True, "off": False}.get(self.args.pin_cpu),
             "ci_target": self.args.ci_target,
             "timing_budget_s": self.args.timing_budget,
@@ -267,6 +268,7 @@ def main() -> int:
     parser.add_argument("--max-process-pairs", type=int, help="harness max_process_pairs (default 4)")
     parser.add_argument("--pairs-below-ms", type=float, help="harness pairs_below_ms (default 1.0)")
     parser.add_argument("--launch-bound-pairs", type=int, help="harness launch_bound_pairs (default 3)")
+    parser.add_argument("--placement-pairs", type=int, help="harness placement_pairs (default 2; 1: off)")
     parser.add_argument("--pin-cpu", choices=["on", "off"], help="harness pin_timing_cpu (default on)")
     parser.add_argument("--target-block-ms", type=float, help="harness target_block_ms (0: fixed blocks)")
     parser.add_argument("--ci-target", type=float, help="harness ci_target (default 0.02; 0: rse_target alone)")

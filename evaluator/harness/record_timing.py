@@ -98,6 +98,14 @@ class SideFlags(_Part):
 
 
 @dataclass
+class PlacedBeside(_Part):
+    """The other evaluations holding device memory (from the memory ledger) when a pair placed its buffers."""
+
+    evaluations: int | None = _opt(_opt_int)
+    declared_bytes: int | None = _opt(_opt_int)
+
+
+@dataclass
 class PairRow(_Part):
     """One process pair's medians (timing_record.describe_pairs)."""
 
@@ -107,6 +115,9 @@ class PairRow(_Part):
     speedup: float | None = _opt(_opt_num)
     calls: int | None = _opt(_opt_int)
     set_aside: bool | None = _opt(_opt_bool)  # a deviant process the interval leaves out (pair_interval.py)
+    placed_beside: PlacedBeside | None = _opt()
+
+    _nested: ClassVar[dict[str, tuple[type[_Part], bool]]] = {"placed_beside": (PlacedBeside, False)}
 
 
 @dataclass

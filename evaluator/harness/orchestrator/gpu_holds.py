@@ -215,14 +215,19 @@ class GpuHolds:
         except MemoryTimeout as exc:
             raise HarnessInfraError(str(exc)) from exc
 
+    def others(self) -> tuple[int, int]:
+        """(evaluations, declared bytes) of the others holding memory on this device now; (0, 0) when the device
+        is not shared (no memory admission)."""
+        return self._ledger.others() if self._ledger else (0, 0)
+
     def crowded_out(self, failure: str) -> str:
         """Why a kernel's out-of-memory failure is not its own ('' when it is): the device was shared with other
         evaluations at the time, whose memory may have exceeded what they declared. The evaluation is then an
         infrastructure error (retried by the site), not a verdict; alone on the device, running out is the
         kernel's."""
-        if not any(sign in failure for sign in OUT_OF_MEMORY) or not self._ledger:
+        if not any(sign in failure for sign in OUT_OF_MEMORY):
             return ""
-        others, held = self._ledger.others()
+        others, held = self.others()
         if not others:
             return ""
         return (

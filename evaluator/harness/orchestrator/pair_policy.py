@@ -37,6 +37,9 @@ class PairSamples:
     cpu: int | None = None  # the timing CPU its timed blocks ran on (None: unpinned)
     cpu_why: str = ""
     stopped: str = ""  # why its timed blocks stopped (timing_phase._timed_blocks)
+    # Other evaluations holding memory on the device, and their declared bytes, when its buffers were placed (its
+    # timing set-up; gpu_holds.GpuHolds.others): where they land, and so a big problem's speed, depends on it.
+    neighbours: tuple[int, int] = (0, 0)
     loop_s: float = 0.0  # seconds its timed blocks took (the evaluation's timing budget is shared: pair_budget_s)
 
 
@@ -68,12 +71,16 @@ def host_fractions(pair: PairSamples) -> dict[str, float]:
 def pairs_wanted(first: PairSamples, host: dict[str, float], opts: Options) -> int:
     """Process pairs to start with: opts.launch_bound_pairs (at least opts.process_pairs) for a launch-bound call
     on either side (host time at least opts.host_bound_fraction of the event time), opts.process_pairs for a short
-    problem (the TF32 baseline's median below opts.pairs_below_ms), else one. A candidate's own figure can only add
-    pairs for itself: a forged one gains no speed."""
+    problem (the TF32 baseline's median below opts.pairs_below_ms), else opts.placement_pairs when other
+    evaluations held device memory while the first pair placed its buffers (where they land sets a big problem's
+    speed per process), else one. A candidate's own figure can only add pairs for itself: a forged one gains no
+    speed; the neighbours are read from the memory ledger, not from a worker."""
     if any(fraction >= opts.host_bound_fraction for fraction in host.values()):
         return max(opts.process_pairs, opts.launch_bound_pairs)
     base = first.times["tf32"]
-    return opts.process_pairs if base and statistics.median(base) < opts.pairs_below_ms else 1
+    if base and statistics.median(base) < opts.pairs_below_ms:
+        return opts.process_pairs
+    return max(opts.placement_pairs, 1) if first.neighbours[0] else 1
 
 
 def wider_than_target(pairs: list[PairSamples], opts: Options) -> bool:

@@ -169,6 +169,7 @@ def _time_pair(
             seeds=seeds, warmup=opts.warmup_calls, compile=opts.compile_baseline, lead_us=lead_us
         )
         ctx.cand.timing_setup(seeds=seeds, warmup=opts.warmup_calls, lead_us=lead_us)
+        neighbours = holds.others()  # beside whom both sides' buffers were just placed (pair_policy.pairs_wanted)
         if first:
             mem_b = ctx.ref.memory()["peak"]
             mem_c = ctx.cand.memory()["peak"]
@@ -187,6 +188,7 @@ def _time_pair(
     with holds.hold("exclusive"):  # with it, the timing CPU and both workers pinned to it (gpu_holds.py)
         samples = _timed_blocks(ctx, sides, len(seeds), block, budget_s, pending, tag)
         samples.pinned, samples.cpu, samples.cpu_why = holds.pinned, holds.cpu, holds.cpu_why
+    samples.neighbours = neighbours
     ctx.record.phases[f"timing_loop{suffix}"] = round(samples.loop_s, 3)
     step = time.monotonic()
     with holds.hold("shared"):

@@ -299,6 +299,7 @@ def describe_pairs(
             "candidate_median_ms": statistics.median(cand) if cand else None,
             "speedup": pooled_ratio([(base, cand)]),
             "calls": len(cand),
+            "placed_beside": {"evaluations": pair.neighbours[0], "declared_bytes": pair.neighbours[1]},
         }
         if made is not None and made.set_aside == index:
             row["set_aside"] = True
@@ -313,7 +314,8 @@ def describe_pairs(
     timing["process_pairs_policy"] = (
         f"{wanted} pairs wanted (a host time of at least {opts.host_bound_fraction:.0%} of the event time on "
         f"either side: {max(opts.process_pairs, opts.launch_bound_pairs)} pairs; baseline median below "
-        f"{opts.pairs_below_ms:g} ms: {opts.process_pairs} pairs; either way up to {opts.max_process_pairs} while "
+        f"{opts.pairs_below_ms:g} ms: {opts.process_pairs} pairs; buffers placed while other evaluations held "
+        f"device memory: {opts.placement_pairs}; either way up to {opts.max_process_pairs} while "
         f"their speedups spread by more than {opts.pair_agreement:.0%}, and a third when two pairs' interval is "
         f"wider than {opts.ci_target:.0%}; else 1); {skipped or f'{len(pairs)} run'}; a pair whose speedup lies "
         f"far from the others' is set aside as a deviant process (pair_interval.deviant_pair)"

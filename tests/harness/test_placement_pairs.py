@@ -1,0 +1,60 @@
+"""A big problem's speed can depend on where its buffers land in device memory, which depends on what other
+processes held when they were placed: one 3D transposed convolution (L1/68) ran 6 % slower in processes that
+placed their buffers while another process held 68-132 GiB, and stayed slow after it let go; alone, its processes
+agree within 0.04 % (benchmarks/results/placement-h200.md). One process pair cannot see that, so a problem otherwise
+timed in one pair gets a second when other evaluations held device memory as its first pair was placed; the
+record says beside how many, from the memory ledger (never from a worker)."""
+
+from __future__ import annotations
+
+import time
+
+from evaluator.harness.gpu_memory import MemoryLedger
+from evaluator.harness.orchestrator.pair_policy import PairSamples, pairs_wanted
+from evaluator.harness.protocol import Options
+
+MB = 1 << 20
+
+
+def _first_pair(base_ms: float, neighbours: tuple[int, int]) -> PairSamples:
+    times = {"tf32": [base_ms] * 20, "cand": [base_ms] * 20}
+    return PairSamples(times, {}, {}, [], neighbours=neighbours)
+
+
+def test_a_long_problem_placed_beside_others_gets_a_second_pair_and_alone_one():
+    opts = Options.build({})
+    assert pairs_wanted(_first_pair(34.0, (0, 0)), {}, opts) == 1
+    assert pairs_wanted(_first_pair(34.0, (3, 60 << 30)), {}, opts) == opts.placement_pairs == 2
+    # the other rules stand: a short problem its process_pairs, a launch-bound one its launch_bound_pairs
+    assert pairs_wanted(_first_pair(0.4, (3, 60 << 30)), {}, opts) == opts.process_pairs
+    assert pairs_wanted(_first_pair(34.0, (3, 60 << 30)), {"cand": 0.9}, opts) == opts.launch_bound_pairs
+    # off, and in quick mode
+    assert pairs_wanted(_first_pair(34.0, (3, 60 << 30)), {}, Options.build({"placement_pairs": 1})) == 1
+    assert Options.build({"quick": True}).placement_pairs == 1
+
+
+def test_the_harness_runs_a_second_pair_only_beside_another_evaluation(evaluate, tmp_path):
+    """The real harness on CPU with a memory budget: a long problem (pairs_below_ms 0) alone is timed in one pair;
+    while another evaluation holds memory in the ledger, in two, and each pair's row says beside whom it was
+    placed."""
+    locks = tmp_path / "locks"
+    options = {
+        "gpu_lock_dir": str(locks),
+        "gpu_memory_budget_mb": 100,
+        "gpu_memory_reserve_mb": 20,
+        "pairs_below_ms": 0.0,
+        "placement_pairs": 2,
+        "max_process_pairs": 2,
+    }
+    alone = evaluate("relu", "relu_correct", **options)
+    assert alone["status"] == "ok", alone["error"]
+    assert len(alone["timing"]["pairs"]) == 1, alone["timing"]["process_pairs_policy"]
+    assert alone["timing"]["pairs"][0]["placed_beside"] == {"evaluations": 0, "declared_bytes": 0}
+    with MemoryLedger(locks, "cpu").reserve(40 * MB, 100 * MB, time.monotonic() + 5):
+        beside = evaluate("relu", "relu_correct", **options)
+    assert beside["status"] == "ok", beside["error"]
+    timing = beside["timing"]
+    assert len(timing["pairs"]) == 2, timing["process_pairs_policy"]
+    assert timing["pairs"][0]["placed_beside"] == {"evaluations": 1, "declared_bytes": 40 * MB}
+    assert "held device memory: 2" in timing["process_pairs_policy"]
+    assert "pair_2_start" in beside["phases"]
