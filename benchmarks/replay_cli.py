@@ -54,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compile-jobs", type=int, default=4)
     parser.add_argument("--multi-pair-loop-scale", type=float, default=1.0, help="the timing budget, as a scale")
     parser.add_argument("--correctness-scale", type=float, default=1.0)
+    parser.add_argument(
+        "--placement-pairs", type=int, default=1, help="pairs of a one-pair problem beside others (1: the rows')"
+    )
     parser.add_argument("--first", type=int, nargs="*", default=[46, 100, 200, 250], help="when the first N ended")
     parser.add_argument("--markdown", action="store_true", help="with --check: one Markdown row (replay.md)")
 
@@ -141,6 +144,7 @@ def what_if(args: argparse.Namespace, policy: Policy, source: rb.Source) -> int:
         ("no standby harnesses (prestart off)", replace(policy, prestart=not policy.prestart), jobs),
         ("correctness 2x faster", replace(policy, correctness_scale=0.5), jobs),
         ("several-pair timed loops 2x shorter (timing budget)", replace(policy, multi_pair_loop_scale=0.5), jobs),
+        ("placement pairs: a second pair for every one-pair problem", replace(policy, placement_pairs=2), jobs),
         ("the old rule: > 1 GB alone, the timing phase exclusive, phase-long shared holds, no ledger", old, jobs),
         (
             f"shared commands drained in a third of the time ({policy.drain_s / 3:.1f} s)",

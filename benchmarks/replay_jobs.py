@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bundle_gpu import load_bundle
-from benchmarks.replay_model import Job, Policy
+from benchmarks.replay_model import Job, Policy, Segment
 from benchmarks.replay_problems import GIB, baseline_ms, declared_bytes
 from benchmarks.replay_sim import Outcome, simulate
 from benchmarks.replay_work import (
@@ -280,17 +280,37 @@ def build_policy(args: argparse.Namespace) -> Policy:
         correctness_scale=args.correctness_scale,
         drain_s=args.drain,
         shared_holds=args.shared_holds,
+        placement_pairs=args.placement_pairs,
     )
 
 
+PAIR_ROLES = ("setup", "loop", "loop_other", "recheck")
+
+
+def with_placement_pairs(job: Job, policy: Policy) -> Job:
+    """A one-pair job with policy.placement_pairs - 1 later pairs after its first: each a pair start (its reference
+    built again, and the rows' median beyond that) and a copy of the first pair's set-up, loops and re-check."""
+    if job.pairs != 1 or policy.placement_pairs <= 1:
+        return job
+    prep = sum(s.work for s in job.segments if s.role == "prep")
+    end = max(i for i, s in enumerate(job.segments) if s.role in PAIR_ROLES) + 1
+    first = [s for s in job.segments[:end] if s.role in PAIR_ROLES]
+    later = [Segment("pair_start", prep + policy.later_pair_start_s), *(replace(s) for s in first)]
+    extra = later * (policy.placement_pairs - 1)
+    return replace(job, segments=[*job.segments[:end], *extra, *job.segments[end:]], pairs=policy.placement_pairs)
+
+
 def scaled(jobs: list[Job], policy: Policy) -> list[Job]:
-    """The policy's work scales: the correctness phase, and the timed loops of evaluations with several pairs."""
+    """The policy's work scales: the correctness phase, the timed loops of evaluations with several pairs, and the
+    placement pairs of those with one."""
     out = []
     for job in jobs:
+        several = job.pairs > 1
+        job = with_placement_pairs(job, policy)
         segments = []
         for seg in job.segments:
             factor = policy.correctness_scale if seg.role == "correctness" else 1.0
-            if seg.role in ("loop", "loop_other") and job.pairs > 1:
+            if seg.role in ("loop", "loop_other") and several:
                 factor = policy.multi_pair_loop_scale
             segments.append(replace(seg, work=seg.work * factor))
         out.append(replace(job, segments=segments))
@@ -299,6 +319,8 @@ def scaled(jobs: list[Job], policy: Policy) -> list[Job]:
 
 def predict(jobs: list[Job], policy: Policy, source: Source, first: list[int]) -> dict[str, Any]:
     policy = replace(policy, standby_s=median(source.spawns) if source.spawns else policy.standby_s)
+    if source.pair_start_extra:
+        policy = replace(policy, later_pair_start_s=source.pair_start_extra)
     jobs = scaled(jobs, policy)
     outcomes, totals = simulate(jobs, policy)
     return summary(outcomes, totals, jobs, first) | {"_outcomes": outcomes, "_jobs": jobs}

@@ -80,6 +80,12 @@ class Policy:
     compile_jobs: int = 4
     multi_pair_loop_scale: float = 1.0  # the timing budget: exclusive time of evaluations with several pairs
     correctness_scale: float = 1.0
+    # protocol.Options.placement_pairs: a problem timed in one pair gets this many when others held device memory as
+    # its first pair placed its buffers, which in a bundle of several slots is nearly always: each later pair costs
+    # a pair start (the reference rebuilt in fresh workers, later_pair_start_s beyond its build) and its own timing.
+    # 1: the rows' policy (every run before 2026-12-05).
+    placement_pairs: int = 1
+    later_pair_start_s: float = 10.0  # replay_jobs.Source sets the rows' median
     standby_s: float = 10.0  # a standby harness's start-up work (replay_work sets the rows' median)
     # A timer granted the device first waits for the shared commands in flight to end, the turnstile closed to new
     # ones meanwhile: the GPU serves neither (gpu_lock.py).

@@ -165,3 +165,24 @@ def test_a_rows_work_is_its_phases_without_its_waits() -> None:
     assert sum(s.work for s in job.segments if s.role in ("loop", "loop_other")) == pytest.approx(3.2)
     _, totals = simulate([job], Policy(slots=1, prestart=False, capacity=100 * GIB))
     assert totals["wall_s"] == pytest.approx(56.2 - 11.0)  # alone: no shared command of another to drain
+
+
+def test_placement_pairs_give_each_one_pair_evaluation_a_later_pair_and_cost_time() -> None:
+    from benchmarks.replay_jobs import with_placement_pairs
+
+    jobs = synthetic_jobs(30, seed=7)
+    policy = Policy(slots=6, capacity=60 * GIB, later_pair_start_s=9.0)
+    placed = [with_placement_pairs(j, Policy(placement_pairs=2, later_pair_start_s=9.0)) for j in jobs]
+    for before, after in zip(jobs, placed, strict=True):
+        if before.pairs > 1:
+            assert after is before  # already several pairs: nothing added
+            continue
+        prep = sum(s.work for s in before.segments if s.role == "prep")
+        loops = [s.work for s in before.segments if s.role in ("loop", "loop_other")]
+        assert after.pairs == 2
+        assert [s.work for s in after.segments if s.role == "pair_start"] == [pytest.approx(prep + 9.0)]
+        assert [s.work for s in after.segments if s.role in ("loop", "loop_other")] == loops * 2
+        assert [s.role for s in after.segments][-4:] == ["checks", "profile", "shutdown", "release"]
+    _, once = simulate(jobs, policy)
+    _, twice = simulate(placed, policy)
+    assert twice["exclusive_s"] > once["exclusive_s"] and twice["wall_s"] > once["wall_s"]
