@@ -203,6 +203,29 @@ def test_running_out_of_memory_beside_others_is_not_the_kernels_verdict(tmp_path
     assert holds.crowded_out(oom) == ""  # no memory held: nothing shared
 
 
+def test_running_out_of_memory_on_a_device_too_small_for_the_problem_is_not_the_kernels_verdict(tmp_path):
+    """On an 80 GB H100 an honest kernel for L1/19 (6.4 GB tensors) ran out of memory alone beside its reference
+    worker and was judged `runtime_error`: the problem's own estimate (from the reference, never the kernel) was
+    more than the device gives evaluations. Running out there is the device's size; where the estimate fits, alone,
+    it is the kernel's."""
+    from evaluator.harness.orchestrator.evaluation import EvaluationRun
+    from evaluator.harness.protocol import Spec
+
+    oom = "run failed: RuntimeError: cuMemCreate failed: CUDA_ERROR_OUT_OF_MEMORY"
+    for footprint_mb, judged in ((5, True), (60, False)):  # two workers x (1.25 peak + 4 sets): 52.5 vs 630 MB
+        spec = Spec(
+            problem_path="", kernel_path="", device="cpu", work_dir=str(tmp_path / f"work{footprint_mb}"),
+            options={"gpu_lock_dir": str(tmp_path / f"locks{footprint_mb}"), "gpu_memory_budget_mb": 100},
+        )  # fmt: skip
+        run = EvaluationRun(spec, lambda event: None)
+        run.ctx.footprint = footprint_mb * MB
+        with run.gpu.memory():
+            reason = run.gpu.crowded_out(oom)
+            assert (reason == "") is judged, reason
+            assert judged or ("need an estimated 0.6 GiB, more than the 0.1 GiB" in reason)
+        assert run.ctx.record.environment.gpu_hold.reserved_bytes == min(100 * MB, run.gpu._too_big[0])
+
+
 OOM_KERNEL = """
 import torch
 

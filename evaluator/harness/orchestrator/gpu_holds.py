@@ -19,6 +19,7 @@ accounted in `phases`: `exclusive_s` (held), `exclusive_timing_s` (the timed loo
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Iterator
 
@@ -73,6 +74,7 @@ class GpuHolds:
         # to it: one timer per GPU at a time, so the lease waits for nobody. What the last hold got, for the record.
         self._lease: CpuLease | None = None
         self._ledger: MemoryLedger | None = None  # set while memory is reserved on a shared device
+        self._too_big = (0, 0)  # (the estimate uncapped, the capacity) once memory() has run
         self.cpu: int | None = None
         self.cpu_why = "not CUDA" if not ctx.cuda else "pin_timing_cpu off"
         self.pinned: dict[str, int] = {}
@@ -183,14 +185,17 @@ class GpuHolds:
         ctx = self.ctx
         capacity = self._capacity()
         counts = ctx.counts or {}
-        reserved = reservation_bytes(
+        estimate = functools.partial(
+            reservation_bytes,
             footprint=ctx.footprint,
             peak_bytes=int(counts.get("peak_bytes") or 0),
             input_sets=ctx.opts.input_sets,
-            capacity=capacity or 0,
             cuda=ctx.cuda,
             declared_mb=ctx.opts.gpu_memory_reserve_mb,
         )
+        reserved = estimate(capacity=capacity or 0)
+        if capacity and ctx.footprint is not None:  # an unknown size is not an estimate that exceeds the device
+            self._too_big = (estimate(capacity=1 << 62), capacity)
         # assigned field by field: a null one is still written (record_fields._Part.__setattr__)
         hold = ctx.record.environment.gpu_hold = GpuHold()
         hold.reserved_bytes = reserved if capacity else None
@@ -221,12 +226,21 @@ class GpuHolds:
         return self._ledger.others() if self._ledger else (0, 0)
 
     def crowded_out(self, failure: str) -> str:
-        """Why a kernel's out-of-memory failure is not its own ('' when it is): the device was shared with other
-        evaluations at the time, whose memory may have exceeded what they declared. The evaluation is then an
-        infrastructure error (retried by the site), not a verdict; alone on the device, running out is the
-        kernel's."""
+        """Why a kernel's out-of-memory failure is not its own ('' when it is): the problem's own estimate (the
+        reference's, never the kernel's) exceeds what the device gives evaluations, so an honest kernel beside the
+        reference worker can run out alone (L1/19's 6.4 GB tensors on an 80 GB H100); or the device was shared
+        with other evaluations at the time, whose memory may have exceeded what they declared. The evaluation is
+        then an infrastructure error (retried by the site), not a verdict; alone on a device that fits the
+        estimate, running out is the kernel's."""
         if not any(sign in failure for sign in OUT_OF_MEMORY):
             return ""
+        need, capacity = self._too_big
+        if need > capacity:
+            return (
+                f"the kernel ran out of device memory on a problem whose two workers need an estimated "
+                f"{need / 2**30:.1f} GiB, more than the {capacity / 2**30:.1f} GiB this device gives evaluations: "
+                "the device is too small for it, not judged (evaluate it on a larger one)"
+            )
         others, held = self.others()
         if not others:
             return ""
