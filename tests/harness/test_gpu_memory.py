@@ -223,7 +223,7 @@ def test_running_out_of_memory_on_a_device_too_small_for_the_problem_is_not_the_
             reason = run.gpu.crowded_out(oom)
             assert (reason == "") is judged, reason
             assert judged or ("need an estimated 0.6 GiB, more than the 0.1 GiB" in reason)
-        assert run.ctx.record.environment.gpu_hold.reserved_bytes == min(100 * MB, run.gpu._too_big[0])
+        assert run.ctx.record.environment.gpu_hold.reserved_bytes == min(100 * MB, run.gpu._estimate[0])
 
 
 OOM_KERNEL = """

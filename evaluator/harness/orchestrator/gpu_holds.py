@@ -74,7 +74,7 @@ class GpuHolds:
         # to it: one timer per GPU at a time, so the lease waits for nobody. What the last hold got, for the record.
         self._lease: CpuLease | None = None
         self._ledger: MemoryLedger | None = None  # set while memory is reserved on a shared device
-        self._too_big = (0, 0)  # (the estimate uncapped, the capacity) once memory() has run
+        self._estimate = (0, 0)  # (the two workers' estimate uncapped, the capacity) once memory() has run
         self.cpu: int | None = None
         self.cpu_why = "not CUDA" if not ctx.cuda else "pin_timing_cpu off"
         self.pinned: dict[str, int] = {}
@@ -195,7 +195,7 @@ class GpuHolds:
         )
         reserved = estimate(capacity=capacity or 0)
         if capacity and ctx.footprint is not None:  # an unknown size is not an estimate that exceeds the device
-            self._too_big = (estimate(capacity=1 << 62), capacity)
+            self._estimate = (estimate(capacity=1 << 62), capacity)
         # assigned field by field: a null one is still written (record_fields._Part.__setattr__)
         hold = ctx.record.environment.gpu_hold = GpuHold()
         hold.reserved_bytes = reserved if capacity else None
@@ -234,7 +234,7 @@ class GpuHolds:
         estimate, running out is the kernel's."""
         if not any(sign in failure for sign in OUT_OF_MEMORY):
             return ""
-        need, capacity = self._too_big
+        need, capacity = self._estimate
         if need > capacity:
             return (
                 f"the kernel ran out of device memory on a problem whose two workers need an estimated "
