@@ -19,7 +19,6 @@ accounted in `phases`: `exclusive_s` (held), `exclusive_timing_s` (the timed loo
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
 from collections.abc import Iterator
 
@@ -41,6 +40,7 @@ CUDA_WORKER_BYTES = 768 << 20
 # Library workspaces (cuDNN, cuBLAS) and the caching allocator's rounding beyond the tensors one forward holds at
 # its peak (measured on the H200: a 3D transposed convolution's 1.7 GB of tensors peaked at 2.9 GB).
 PEAK_MARGIN = 1.25
+UNCAPPED = 1 << 62  # a capacity no estimate reaches: reservation_bytes' figure before the device caps it
 
 
 def reservation_bytes(
@@ -185,17 +185,17 @@ class GpuHolds:
         ctx = self.ctx
         capacity = self._capacity()
         counts = ctx.counts or {}
-        estimate = functools.partial(
-            reservation_bytes,
+        need = reservation_bytes(  # uncapped: the declaration is this capped at the capacity
             footprint=ctx.footprint,
             peak_bytes=int(counts.get("peak_bytes") or 0),
             input_sets=ctx.opts.input_sets,
+            capacity=UNCAPPED,
             cuda=ctx.cuda,
             declared_mb=ctx.opts.gpu_memory_reserve_mb,
         )
-        reserved = estimate(capacity=capacity or 0)
+        reserved = min(need, capacity or 0)
         if capacity and ctx.footprint is not None:  # an unknown size is not an estimate that exceeds the device
-            self._estimate = (estimate(capacity=1 << 62), capacity)
+            self._estimate = (need, capacity)
         # assigned field by field: a null one is still written (record_fields._Part.__setattr__)
         hold = ctx.record.environment.gpu_hold = GpuHold()
         hold.reserved_bytes = reserved if capacity else None
