@@ -57,6 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--placement-pairs", type=int, default=1, help="pairs of a one-pair problem beside others (1: the rows')"
     )
+    parser.add_argument(
+        "--memory-patience", type=float, default=math.inf, help="seconds a declaration waits before later ones stop"
+    )
     parser.add_argument("--first", type=int, nargs="*", default=[46, 100, 200, 250], help="when the first N ended")
     parser.add_argument("--markdown", action="store_true", help="with --check: one Markdown row (replay.md)")
 
@@ -145,6 +148,13 @@ def what_if(args: argparse.Namespace, policy: Policy, source: rb.Source) -> int:
         ("correctness 2x faster", replace(policy, correctness_scale=0.5), jobs),
         ("several-pair timed loops 2x shorter (timing budget)", replace(policy, multi_pair_loop_scale=0.5), jobs),
         ("placement pairs: a second pair for every one-pair problem", replace(policy, placement_pairs=2), jobs),
+        ("memory patience 30 s", replace(policy, memory_patience_s=30.0), jobs),
+        ("memory patience 60 s (the harness's default since 12-06)", replace(policy, memory_patience_s=60.0), jobs),
+        (
+            "today's defaults: placement pairs and memory patience 60 s",
+            replace(policy, placement_pairs=2, memory_patience_s=60.0),
+            jobs,
+        ),
         ("the old rule: > 1 GB alone, the timing phase exclusive, phase-long shared holds, no ledger", old, jobs),
         (
             f"shared commands drained in a third of the time ({policy.drain_s / 3:.1f} s)",

@@ -281,6 +281,7 @@ def build_policy(args: argparse.Namespace) -> Policy:
         drain_s=args.drain,
         shared_holds=args.shared_holds,
         placement_pairs=args.placement_pairs,
+        memory_patience_s=args.memory_patience,
     )
 
 

@@ -73,6 +73,9 @@ class Policy:
     exclusive: str = "loops"  # "loops": timed loops only; "timing": the whole timing phase (before 2026-12-04)
     alone_above_mb: float = 0.0  # > 0: a problem whose input set and output pass this holds the GPU alone throughout
     capacity: int | None = None  # bytes evaluations may declare per GPU; None: no memory admission
+    # gpu_memory.MemoryLedger's patience: once a declaration has waited this long, later ones are not admitted
+    # before it (math.inf: any that fits passes it, as before 2026-12-06)
+    memory_patience_s: float = math.inf
     shared_parallelism: float = SHARED_PARALLELISM
     cpu_parallelism: float = CPU_PARALLELISM
     deadline: float = math.inf  # no evaluation starts after this (bundle_gpu.py --deadline)

@@ -57,6 +57,7 @@ class _Run:
     drain: float = 0.0  # seconds left of waiting for the shared commands in flight, once granted the device
     begun: bool = False  # its shared segment has run (a phase-long shared hold is then held until it ends)
     standby: list[float] | None = None  # the standby it waits for ([work left])
+    waiting_since: float = math.inf  # when it began to wait for memory
 
 
 @dataclass
@@ -107,10 +108,10 @@ class Simulation:
             seg = run.job.segments[run.index]
             mode = self.p.mode(run.job, seg.role)
             if seg.role == "admit":
-                if self.p.capacity is None or self._fits(gpu, run.job):
+                if self.p.capacity is None or (self._fits(gpu, run.job) and not self._held_back(gpu, self.t)):
                     self._admit(gpu, run)
                     continue
-                run.state = "memory"
+                run.state, run.waiting_since = "memory", self.t
                 gpu.waiting.append(run)
                 return
             if seg.role == "release":
@@ -139,6 +140,11 @@ class Simulation:
         declared = min(job.declared, self.p.capacity)
         return gpu.admitted == 0 or gpu.held + declared <= self.p.capacity
 
+    def _held_back(self, gpu: _Gpu, since: float) -> bool:
+        """Does a waiter that began to wait before `since` wait longer than the ledger's patience (gpu_memory.py:
+        later arrivals are then not admitted until it is)?"""
+        return any(w.waiting_since < since and self.t - w.waiting_since > self.p.memory_patience_s for w in gpu.waiting)
+
     def _admit(self, gpu: _Gpu, run: _Run) -> None:
         if self.p.capacity is not None:
             gpu.held += min(run.job.declared, self.p.capacity)
@@ -156,7 +162,7 @@ class Simulation:
         run.memory = False
         self.trace.append(("memory", run.gpu, self.t, gpu.held, gpu.admitted))
         for waiter in list(gpu.waiting):  # every waiter polls: whoever fits now is admitted, in arrival order
-            if waiter in gpu.waiting and self._fits(gpu, waiter.job):
+            if waiter in gpu.waiting and self._fits(gpu, waiter.job) and not self._held_back(gpu, waiter.waiting_since):
                 gpu.waiting.remove(waiter)
                 self._admit(gpu, waiter)
                 self._enter(waiter)

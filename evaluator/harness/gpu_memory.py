@@ -10,12 +10,20 @@ A reservation is a file `<key>.mem/r-<pid>-<random>` holding its byte count, flo
 long as it lives: a process that dies drops the flock with its descriptors, and the next admission, which probes
 every reservation with a non-blocking shared flock, finds it unlocked and removes it. Admission itself is serialised
 by a flock on `<key>.mem.lock`, so two evaluations never both see the same free memory.
+
+A declaration that does not fit waits, and others that fit pass it: the device stays full. But a large one (a
+whole-device declaration waits for the device to be empty) could then wait for ever behind a stream of small ones:
+on the H200 L1/36 waited out its 330 s that way in a bundle of 8 slots. So each waiter's file holds when it began to
+wait, and once one has waited `patience_s`, no later arrival is admitted before it: the others drain and it runs.
+The harness passes protocol.Options.gpu_memory_patience_s (60 s: the replay, benchmarks/results/replay.md, predicts
+it removes the full bundle's timeouts at no cost in wall time).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import re
 import secrets
@@ -43,13 +51,21 @@ class Admission:
     # at the moment of the first refusal: how many other reservations there were and how much they held
     others_at_wait: int = 0
     others_bytes_at_wait: int = 0
+    # of the wait, how long it fitted but was held back behind an evaluation that had waited past the patience
+    held_back_s: float = 0.0
 
     def describe(self) -> str:
         if not self.waited_s:
             return "admitted at once"
+        behind = (
+            f"; {self.held_back_s:.1f} s of it held back behind an evaluation that had waited longer"
+            if self.held_back_s
+            else ""
+        )
         return (
             f"waited {self.waited_s:.1f} s for {self.reserved_bytes / 2**30:.1f} GiB: {self.others_at_wait} other "
             f"evaluations held {self.others_bytes_at_wait / 2**30:.1f} of {self.capacity_bytes / 2**30:.1f} GiB"
+            f"{behind}"
         )
 
 
@@ -64,12 +80,12 @@ class MemoryLedger:
         self._mine: Path | None = None  # this ledger's own reservation while reserve() holds it
         self._mine_bytes = 0
 
-    def _held(self, prefix: str = "r-") -> tuple[int, int]:
-        """(files, bytes) held by live owners (reservations "r-", waiters "w-"); stale ones (owner gone) are
-        removed. Call under the ledger."""
-        count = total = 0
+    def _live(self, prefix: str, skip: Path | None = None) -> list[str]:
+        """What the files of live owners hold (reservations "r-": bytes, waiters "w-": when they began to wait);
+        stale ones (owner gone) are removed. Call under the ledger."""
+        found = []
         for path in self.folder.iterdir():
-            if not path.name.startswith(prefix):
+            if not path.name.startswith(prefix) or path == skip:
                 continue
             try:
                 fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -79,15 +95,29 @@ class MemoryLedger:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
                 except BlockingIOError:  # its owner holds it: alive
-                    text = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
-                    count += 1
-                    total += int(text) if text.isdigit() else 0
+                    found.append(os.pread(fd, 64, 0).decode("ascii", "replace").strip())
                     continue
                 with contextlib.suppress(OSError):  # nobody holds it: its owner is gone
                     path.unlink()
             finally:
                 os.close(fd)
-        return count, total
+        return found
+
+    def _held(self) -> tuple[int, int]:
+        """(reservations, bytes) of live owners. Call under the ledger."""
+        held = self._live("r-")
+        return len(held), sum(int(text) for text in held if text.isdigit())
+
+    def _overdue(self, arrived: float, patience_s: float, skip: Path) -> bool:
+        """Does a waiter that began to wait before `arrived` wait longer than `patience_s` now? Call under the
+        ledger."""
+        now = time.time()
+        for text in self._live("w-", skip):
+            with contextlib.suppress(ValueError):
+                since = float(text)
+                if since < arrived and now - since > patience_s:
+                    return True
+        return False
 
     @contextlib.contextmanager
     def _ledger(self) -> Iterator[None]:
@@ -113,43 +143,56 @@ class MemoryLedger:
     def waiting(self) -> int:
         """How many evaluations wait for memory on this device now."""
         with self._ledger():
-            return self._held("w-")[0]
+            return len(self._live("w-"))
 
     @contextlib.contextmanager
-    def reserve(self, nbytes: int, capacity: int, deadline: float) -> Iterator[Admission]:
+    def reserve(self, nbytes: int, capacity: int, deadline: float, patience_s: float = math.inf) -> Iterator[Admission]:
         """Hold `nbytes` of the device's `capacity` until the block ends, waiting until it fits beside the others
-        (a reservation larger than the capacity waits until it is alone, then runs). MemoryTimeout past `deadline`."""
+        (a reservation larger than the capacity waits until it is alone, then runs) and no evaluation that began to
+        wait before it has waited longer than `patience_s` (math.inf: never held back). MemoryTimeout past
+        `deadline`."""
         nbytes = max(0, min(int(nbytes), int(capacity)))
         admission = Admission(reserved_bytes=nbytes, capacity_bytes=int(capacity))
-        started = time.monotonic()
+        started, arrived = time.monotonic(), time.time()
         fd: int | None = None
         waiter: int | None = None  # a flocked "w-" file while this admission waits (MemoryLedger.waiting)
         token = f"{os.getpid()}-{secrets.token_hex(6)}"
         path, waiting = self.folder / f"r-{token}", self.folder / f"w-{token}"
+        held_back_since: float | None = None
+        refused = False
         try:
             while fd is None:
                 with self._ledger():
                     count, held = self._held()
-                    if held + nbytes <= capacity or count == 0:
+                    fits = held + nbytes <= capacity or count == 0
+                    behind = fits and not math.isinf(patience_s) and self._overdue(arrived, patience_s, waiting)
+                    if fits and not behind:
                         fd = open_lock_file(path)
                         fcntl.flock(fd, fcntl.LOCK_EX)
                         os.write(fd, str(nbytes).encode())
                     elif waiter is None:
+                        refused = True
                         admission.others_at_wait, admission.others_bytes_at_wait = count, held
                         waiter = open_lock_file(waiting)
                         fcntl.flock(waiter, fcntl.LOCK_EX)
+                        os.write(waiter, f"{arrived:.3f}".encode())
+                now = time.monotonic()
+                if held_back_since is not None:
+                    admission.held_back_s += now - held_back_since
+                held_back_since = now if behind and fd is None else None
                 if waiter is not None and fd is not None:
                     with contextlib.suppress(OSError):
                         waiting.unlink()
                     os.close(waiter)
                     waiter = None
                 if fd is None:
-                    if time.monotonic() > deadline:
+                    if now > deadline:
                         raise MemoryTimeout(
                             f"the GPU's memory stayed taken by other evaluations: {nbytes / 2**30:.1f} GiB did not fit"
                         )
                     time.sleep(POLL_S)
-            admission.waited_s = round(time.monotonic() - started, 3) if admission.others_at_wait else 0.0
+            admission.waited_s = round(time.monotonic() - started, 3) if refused else 0.0
+            admission.held_back_s = round(admission.held_back_s, 3)
             self._mine, self._mine_bytes = path, nbytes
             yield admission
         finally:

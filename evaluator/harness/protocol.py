@@ -151,6 +151,9 @@ class Options:
     gpu_memory_budget_mb: float = 0.0
     gpu_memory_budget_fraction: float = 0.9
     gpu_memory_reserve_mb: float = 0.0
+    # Others that fit pass a declaration that does not, until it has waited this long; later arrivals then wait
+    # behind it, so a whole-device declaration is not starved by small ones (gpu_memory.py; replay.md chose it).
+    gpu_memory_patience_s: float = 60.0
     paper_loop: bool = False  # also time KernelBench's fixed no-flush loop on both sides, for comparison only
     # The kernel's disks (sandbox/disk.py), each a filesystem with a hard cap on bytes and on files and folders:
     # its work folder (outputs in io/, its extension builds) and its /tmp, /var/tmp and /dev/shm together.

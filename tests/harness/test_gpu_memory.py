@@ -5,6 +5,7 @@ set (gpu_memory_budget_mb)."""
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -103,6 +104,45 @@ def test_more_than_the_device_waits_until_it_is_alone_then_runs(tmp_path):
         assert admission.reserved_bytes == 100 * MB and admission.waited_s > 0
         assert "1 other evaluations held 0.0 of 0.1 GiB" in admission.describe()
     thread.join()
+
+
+@pytest.mark.parametrize("patience_s", [0.3, math.inf])
+def test_a_declaration_waiting_past_the_patience_is_not_passed_by_later_ones(tmp_path, patience_s):
+    """A whole-device declaration waits for the device to be empty; small ones that fit pass it, so a stream of
+    them would starve it (L1/36 waited out its 330 s that way on the H200). Past the patience, a later small one
+    waits behind it; with no patience (math.inf, the rule before) it is admitted at once."""
+    admitted: dict[str, float] = {}
+    described: dict[str, str] = {}
+    release_small = threading.Event()
+
+    def hold(name: str, mb: int, until: threading.Event | float) -> None:
+        ledger = MemoryLedger(tmp_path, "GPU-test")
+        with ledger.reserve(mb * MB, 100 * MB, time.monotonic() + 20, patience_s) as admission:
+            admitted[name], described[name] = time.monotonic(), admission.describe()
+            until.wait(20) if isinstance(until, threading.Event) else time.sleep(until)
+
+    small = threading.Thread(target=hold, args=("small", 10, release_small))
+    small.start()
+    while "small" not in admitted:
+        time.sleep(0.01)
+    whole = threading.Thread(target=hold, args=("whole", 100, 0.3))
+    whole.start()
+    time.sleep(0.6)  # the whole-device declaration has waited past a patience of 0.3 s
+    later = threading.Thread(target=hold, args=("later", 10, 0.0))
+    later.start()
+    time.sleep(0.5)
+    if math.isinf(patience_s):
+        assert "later" in admitted and "whole" not in admitted  # it fitted beside the small one and passed
+    else:
+        assert "later" not in admitted  # it fits beside the small one, but waits behind the whole-device one
+    release_small.set()
+    for thread in (small, whole, later):
+        thread.join(30)
+    if math.isinf(patience_s):
+        return
+    assert admitted["whole"] < admitted["later"]
+    assert "held back behind an evaluation that had waited longer" in described["later"], described["later"]
+    assert "held back" not in described["whole"]
 
 
 def test_the_declared_footprint():

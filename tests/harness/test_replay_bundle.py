@@ -5,6 +5,7 @@ runs its evaluations back to back; and the work read from a row is its phases wi
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -186,3 +187,20 @@ def test_placement_pairs_give_each_one_pair_evaluation_a_later_pair_and_cost_tim
     _, once = simulate(jobs, policy)
     _, twice = simulate(placed, policy)
     assert twice["exclusive_s"] > once["exclusive_s"] and twice["wall_s"] > once["wall_s"]
+
+
+def test_memory_patience_keeps_a_whole_device_declaration_from_starving() -> None:
+    """Small evaluations that fit pass a whole-device one waiting for the device to be empty; with a stream of them it
+    waits out its timeout (as L1/36 did on the H200). With a patience, later ones wait behind it and it runs."""
+    small = [Segment("admit"), Segment("correctness", 20.0, gpu_s=1.0), Segment("loop", 1.0), Segment("release")]
+    jobs = [Job(f"S{i}", "small", 10 * GIB, GIB, 1.0, list(small)) for i in range(3)]
+    whole = [Segment("admit"), Segment("correctness", 5.0), Segment("loop", 1.0), Segment("release")]
+    jobs.append(Job("W", "whole", 100 * GIB, 60 * GIB, 1.0, whole))
+    jobs += [Job(f"T{i}", "small", 10 * GIB, GIB, 1.0, list(small)) for i in range(60)]
+    policy = Policy(slots=4, prestart=False, capacity=100 * GIB, timeout=200.0)
+    starved, _ = simulate(jobs, policy)
+    patient, _ = simulate(jobs, replace(policy, memory_patience_s=30.0))
+    assert next(o for o in starved if o.key == "W").status == "timeout"
+    served = next(o for o in patient if o.key == "W")
+    assert served.status == "ok" and 30.0 < served.memory_wait < 100.0
+    assert all(o.status == "ok" for o in patient)

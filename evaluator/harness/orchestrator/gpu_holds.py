@@ -208,7 +208,8 @@ class GpuHolds:
             return
         ledger = MemoryLedger(ctx.opts.gpu_lock_dir, self._key())
         try:
-            with ledger.reserve(reserved, capacity, ctx.deadline.at + 3600) as admission:
+            patience = ctx.opts.gpu_memory_patience_s
+            with ledger.reserve(reserved, capacity, ctx.deadline.at + 3600, patience) as admission:
                 hold.waited_s = admission.waited_s
                 hold.waited_for = admission.describe()
                 self._waited("gpu_memory_wait", admission.waited_s)
