@@ -63,6 +63,9 @@ class Job:
     segments: list[Segment]
     pairs: int = 1
     compile_s: float = 0.0
+    # Of its first pair's timed loop, the share a later pair repeats: a later pair times the TF32 baseline and the
+    # candidate, not the FP32 baseline (timing_phase._time_pair); replay_jobs.Source sets it from the sweeps.
+    later_loop_share: float = 1.0
 
 
 @dataclass

@@ -189,6 +189,28 @@ def test_placement_pairs_give_each_one_pair_evaluation_a_later_pair_and_cost_tim
     assert twice["exclusive_s"] > once["exclusive_s"] and twice["wall_s"] > once["wall_s"]
 
 
+def test_a_later_pair_repeats_only_the_tf32_and_candidate_share_of_the_timed_loop() -> None:
+    from benchmarks.replay_jobs import with_placement_pairs
+
+    pair = [Segment("setup", 2.0), Segment("loop", 4.0), Segment("loop_other", 0.2), Segment("recheck", 1.0)]
+    job = Job("L9/2", "big", GIB, GIB, 1.0, [Segment("prep", 3.0), Segment("admit"), *pair, Segment("release")])
+    later = with_placement_pairs(replace(job, later_loop_share=0.25), Policy(placement_pairs=2))
+    assert [(s.role, s.work) for s in later.segments if s.role in ("setup", "loop", "loop_other", "recheck")] == [
+        ("setup", 2.0), ("loop", 4.0), ("loop_other", 0.2), ("recheck", 1.0),
+        ("setup", 2.0), ("loop", 1.0), ("loop_other", 0.2), ("recheck", 1.0),
+    ]  # fmt: skip
+
+
+def test_the_later_loop_share_comes_from_the_sweeps_fp32_and_tf32_medians() -> None:
+    from benchmarks.replay_jobs import Source
+
+    source = Source.__new__(Source)
+    source.tf32_ms, source.call_ms = {"L1/68": 33.6, "L9/9": 1.0}, {"L1/68": 180.0, "L9/9": 1.0}
+    assert source.later_loop_share("L1/68") == pytest.approx(2 * 33.6 / (2 * 33.6 + 180.0))
+    assert source.later_loop_share("L9/9") == pytest.approx(2 / 3)
+    assert source.later_loop_share("L9/404") == 1.0  # no sweep figure: the whole loop again
+
+
 def test_memory_patience_keeps_a_whole_device_declaration_from_starving() -> None:
     """Small evaluations that fit pass a whole-device one waiting for the device to be empty; with a stream of them it
     waits out its timeout (as L1/36 did on the H200). With a patience, later ones wait behind it and it runs."""
