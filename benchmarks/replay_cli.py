@@ -60,6 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--memory-patience", type=float, default=math.inf, help="seconds a declaration waits before later ones stop"
     )
+    parser.add_argument(
+        "--pair-start-memory",
+        choices=["held", "given-back"],
+        default="held",
+        help="a later pair's start with the declared memory held (the rows') or given back and admitted again",
+    )
     parser.add_argument("--first", type=int, nargs="*", default=[46, 100, 200, 250], help="when the first N ended")
     parser.add_argument("--markdown", action="store_true", help="with --check: one Markdown row (replay.md)")
 
@@ -151,8 +157,18 @@ def what_if(args: argparse.Namespace, policy: Policy, source: rb.Source) -> int:
         ("memory patience 30 s", replace(policy, memory_patience_s=30.0), jobs),
         ("memory patience 60 s (the harness's default since 12-06)", replace(policy, memory_patience_s=60.0), jobs),
         (
-            "today's defaults: placement pairs and memory patience 60 s",
+            "placement pairs and memory patience 60 s (the defaults of 12-06 morning)",
             replace(policy, placement_pairs=2, memory_patience_s=60.0),
+            jobs,
+        ),
+        (
+            "today's defaults: those, and memory given back for later pairs' starts",
+            replace(policy, placement_pairs=2, memory_patience_s=60.0, pair_start_memory="given back"),
+            jobs,
+        ),
+        (
+            "today's defaults on 2 GPUs",
+            replace(policy, placement_pairs=2, memory_patience_s=60.0, pair_start_memory="given back", gpus=2),
             jobs,
         ),
         ("the old rule: > 1 GB alone, the timing phase exclusive, phase-long shared holds, no ledger", old, jobs),

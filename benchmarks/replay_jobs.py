@@ -291,6 +291,7 @@ def build_policy(args: argparse.Namespace) -> Policy:
         shared_holds=args.shared_holds,
         placement_pairs=args.placement_pairs,
         memory_patience_s=args.memory_patience,
+        pair_start_memory=args.pair_start_memory.replace("-", " "),
     )
 
 
@@ -314,7 +315,8 @@ def with_placement_pairs(job: Job, policy: Policy) -> Job:
 
 def scaled(jobs: list[Job], policy: Policy) -> list[Job]:
     """The policy's work scales: the correctness phase, the timed loops of evaluations with several pairs, and the
-    placement pairs of those with one."""
+    placement pairs of those with one; with policy.pair_start_memory "given back", each later pair's start between
+    a release of the evaluation's memory and a new admission."""
     out = []
     for job in jobs:
         several = job.pairs > 1
@@ -324,7 +326,11 @@ def scaled(jobs: list[Job], policy: Policy) -> list[Job]:
             factor = policy.correctness_scale if seg.role == "correctness" else 1.0
             if seg.role in ("loop", "loop_other") and several:
                 factor = policy.multi_pair_loop_scale
-            segments.append(replace(seg, work=seg.work * factor))
+            scaled_seg = replace(seg, work=seg.work * factor)
+            if seg.role == "pair_start" and policy.pair_start_memory == "given back":
+                segments += [Segment("release"), scaled_seg, Segment("admit")]
+            else:
+                segments.append(scaled_seg)
         out.append(replace(job, segments=segments))
     return out
 

@@ -92,6 +92,9 @@ class Policy:
     # 1: the rows' policy (every run before 2026-12-05).
     placement_pairs: int = 1
     later_pair_start_s: float = 10.0  # replay_jobs.Source sets the rows' median
+    # A later pair's start with the evaluation's declared memory "held" (every run before 2026-12-06) or "given back"
+    # and admitted again after it (gpu_holds.memory_given_back), waiting like any arrival.
+    pair_start_memory: str = "held"
     standby_s: float = 10.0  # a standby harness's start-up work (replay_work sets the rows' median)
     # A timer granted the device first waits for the shared commands in flight to end, the turnstile closed to new
     # ones meanwhile: the GPU serves neither (gpu_lock.py).

@@ -122,11 +122,13 @@ class PairRow(_Part):
 
 @dataclass
 class PairStart(_Part):
-    """One later process pair's start (timing_phase): its seconds and the GPU hold it ran under."""
+    """One later process pair's start (timing_phase): its seconds and the GPU hold it ran under, with the evaluation's
+    declared memory given back; `memory_wait_s`: how long it then waited to be admitted again (not in `seconds`)."""
 
     pair: int | None = _opt(_opt_int)
     seconds: float | None = _opt(_opt_num)
     gpu_hold: str | None = _opt(_opt_text)
+    memory_wait_s: float | None = _opt(_opt_num)
 
 
 @dataclass

@@ -7,6 +7,7 @@ record says beside how many, from the memory ledger (never from a worker)."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 from evaluator.harness.gpu_memory import MemoryLedger
@@ -58,3 +59,54 @@ def test_the_harness_runs_a_second_pair_only_beside_another_evaluation(evaluate,
     assert timing["pairs"][0]["placed_beside"] == {"evaluations": 1, "declared_bytes": 40 * MB}
     assert "held device memory: 2" in timing["process_pairs_policy"]
     assert "pair_2_start" in beside["phases"]
+
+
+def test_a_later_pair_starts_with_the_declared_memory_given_back_and_waits_to_be_admitted_again(evaluate, tmp_path):
+    """While a later pair starts (old workers ending, new ones importing torch and building the reference) the
+    evaluation's declaration is out of the ledger: another evaluation that arrives then is admitted, and the pair
+    waits to be admitted again until that one lets go; the record says how long (pair_starts[].memory_wait_s, in
+    phases.gpu_memory_wait, not in the start's seconds)."""
+    locks = tmp_path / "locks"
+    options = {
+        "gpu_lock_dir": str(locks),
+        "gpu_memory_budget_mb": 100,
+        "gpu_memory_reserve_mb": 20,
+        "pairs_below_ms": 0.0,
+        "placement_pairs": 2,
+        "max_process_pairs": 2,
+    }
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def arrive_during_the_start() -> None:
+        """Count the reservations; once the evaluation's has gone (only the neighbour's left after both were
+        seen), take 70 MB, which leaves no room for its 20, and let go 1 s after the evaluation began to wait."""
+        ledger = MemoryLedger(locks, "cpu")
+        while not stop.is_set():
+            count = ledger.others()[0]
+            if not seen or seen[-1] != count:
+                seen.append(count)
+            if seen[-2:] == [2, 1]:
+                with ledger.reserve(70 * MB, 100 * MB, time.monotonic() + 5):
+                    while not ledger.waiting() and not stop.is_set():
+                        time.sleep(0.005)
+                    time.sleep(1.0)
+                return
+            time.sleep(0.005)
+
+    with MemoryLedger(locks, "cpu").reserve(20 * MB, 100 * MB, time.monotonic() + 5):
+        locks.mkdir(exist_ok=True)
+        watcher = threading.Thread(target=arrive_during_the_start)
+        watcher.start()
+        try:
+            record = evaluate("relu", "relu_correct", **options)
+        finally:
+            stop.set()
+            watcher.join()
+    assert record["status"] == "ok", record["error"]
+    assert seen[:3] == [1, 2, 1], seen  # the neighbour, then the evaluation beside it, then its start without it
+    [start] = record["timing"]["pair_starts"]
+    assert start["memory_wait_s"] >= 1.0, start
+    assert record["phases"]["gpu_memory_wait"] >= start["memory_wait_s"]
+    assert record["phases"]["pair_2_start"] < start["memory_wait_s"] + start["seconds"]
+    assert len(record["timing"]["pairs"]) == 2

@@ -226,3 +226,38 @@ def test_memory_patience_keeps_a_whole_device_declaration_from_starving() -> Non
     served = next(o for o in patient if o.key == "W")
     assert served.status == "ok" and 30.0 < served.memory_wait < 100.0
     assert all(o.status == "ok" for o in patient)
+
+
+def test_a_memory_wait_after_a_later_pairs_start_is_placed_after_it() -> None:
+    row = {**ROW, "pair_starts": [{"pair": 2, "seconds": 11.0, "gpu_hold": "none", "memory_wait_s": 3.0}]}
+    pieces = [(x.role, x.seconds) for x in row_pieces(row).pieces]
+    before = pieces.index(("correctness", 8.0))
+    assert pieces[before - 1] == ("wait", 2.0)  # 5 s of memory waits, 3 of them after the later pair's start
+    after = pieces.index(("pair_start", 11.0))
+    assert pieces[after + 1] == ("wait", 3.0)
+
+
+def test_memory_given_back_for_a_later_pairs_start_lets_a_waiting_evaluation_run_meanwhile() -> None:
+    """Two evaluations that do not fit together: with the first's memory held through its later pair's start the
+    second waits for all of it; given back, the second runs during the start, and the first waits to be admitted
+    again (never both admitted at once)."""
+    from benchmarks.replay_jobs import scaled
+
+    pairs = [Segment("setup", 1.0), Segment("loop", 1.0), Segment("recheck", 1.0)]
+    first = [Segment("admit"), Segment("correctness", 2.0), *pairs, Segment("pair_start", 20.0), *pairs]
+    second = [Segment("admit"), Segment("correctness", 2.0), *pairs]
+    jobs = [
+        Job("A", "launch", 60 * GIB, GIB, 1.0, [*first, Segment("release")], pairs=2),
+        Job("B", "big", 60 * GIB, GIB, 1.0, [*second, Segment("release")]),
+    ]
+    base = Policy(slots=2, prestart=False, capacity=100 * GIB)
+    ends = {}
+    for how in ("held", "given back"):
+        policy = replace(base, pair_start_memory=how)
+        trace: list[Any] = []
+        outcomes, _ = simulate(scaled(jobs, policy), policy, trace)
+        ends[how] = {o.key: o.end for o in outcomes}
+        assert all(o.status == "ok" for o in outcomes)
+        assert all(held <= 100 * GIB and admitted <= 1 for what, _, _, held, admitted in trace if what == "memory")
+    assert ends["given back"]["B"] < ends["held"]["B"] - 15.0
+    assert ends["given back"]["A"] >= ends["held"]["A"]  # the first may wait to be admitted again
