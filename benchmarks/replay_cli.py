@@ -62,9 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--pair-start-memory",
-        choices=["held", "given-back"],
+        choices=["held", "cut"],
         default="held",
-        help="a later pair's start with the declared memory held (the rows') or given back and admitted again",
+        help="a later pair's start with the declaration held whole (the rows') or cut to what it holds, grown back",
     )
     parser.add_argument("--first", type=int, nargs="*", default=[46, 100, 200, 250], help="when the first N ended")
     parser.add_argument("--markdown", action="store_true", help="with --check: one Markdown row (replay.md)")
@@ -162,13 +162,13 @@ def what_if(args: argparse.Namespace, policy: Policy, source: rb.Source) -> int:
             jobs,
         ),
         (
-            "today's defaults: those, and memory given back for later pairs' starts",
-            replace(policy, placement_pairs=2, memory_patience_s=60.0, pair_start_memory="given back"),
+            "today's defaults: those, and the declaration cut for later pairs' starts",
+            replace(policy, placement_pairs=2, memory_patience_s=60.0, pair_start_memory="cut"),
             jobs,
         ),
         (
             "today's defaults on 2 GPUs",
-            replace(policy, placement_pairs=2, memory_patience_s=60.0, pair_start_memory="given back", gpus=2),
+            replace(policy, placement_pairs=2, memory_patience_s=60.0, pair_start_memory="cut", gpus=2),
             jobs,
         ),
         ("the old rule: > 1 GB alone, the timing phase exclusive, phase-long shared holds, no ledger", old, jobs),

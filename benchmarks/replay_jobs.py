@@ -24,6 +24,7 @@ from benchmarks.replay_work import (
     read_rows,
     row_pieces,
 )
+from evaluator.harness.orchestrator.gpu_holds import CUDA_WORKER_BYTES, PEAK_MARGIN
 
 HERE = Path(__file__).resolve().parent
 
@@ -162,7 +163,9 @@ class Source:
             from_row = False
         if item.get("kind") == "load_inline":
             job = replace(job, compile_s=compile_s)
-        return replace(job, later_loop_share=self.later_loop_share(key)), from_row
+        params = int((self.counts(key) or {}).get("param_bytes") or 0)
+        start = int(2 * (CUDA_WORKER_BYTES + PEAK_MARGIN * params))  # gpu_holds.start_bytes on a GPU
+        return replace(job, later_loop_share=self.later_loop_share(key), start_bytes=start), from_row
 
     def later_loop_share(self, key: str) -> float:
         """A later pair's share of the first pair's timed loop from the sweeps' medians: the first pair times the
@@ -291,7 +294,7 @@ def build_policy(args: argparse.Namespace) -> Policy:
         shared_holds=args.shared_holds,
         placement_pairs=args.placement_pairs,
         memory_patience_s=args.memory_patience,
-        pair_start_memory=args.pair_start_memory.replace("-", " "),
+        pair_start_memory=args.pair_start_memory,
     )
 
 
@@ -315,8 +318,8 @@ def with_placement_pairs(job: Job, policy: Policy) -> Job:
 
 def scaled(jobs: list[Job], policy: Policy) -> list[Job]:
     """The policy's work scales: the correctness phase, the timed loops of evaluations with several pairs, and the
-    placement pairs of those with one; with policy.pair_start_memory "given back", each later pair's start between
-    a release of the evaluation's memory and a new admission."""
+    placement pairs of those with one; with policy.pair_start_memory "cut", each later pair's start between a cut
+    of the evaluation's declaration and its growth back."""
     out = []
     for job in jobs:
         several = job.pairs > 1
@@ -327,8 +330,8 @@ def scaled(jobs: list[Job], policy: Policy) -> list[Job]:
             if seg.role in ("loop", "loop_other") and several:
                 factor = policy.multi_pair_loop_scale
             scaled_seg = replace(seg, work=seg.work * factor)
-            if seg.role == "pair_start" and policy.pair_start_memory == "given back":
-                segments += [Segment("release"), scaled_seg, Segment("admit")]
+            if seg.role == "pair_start" and policy.pair_start_memory == "cut":
+                segments += [Segment("cut"), scaled_seg, Segment("admit")]  # admitted again: grown back
             else:
                 segments.append(scaled_seg)
         out.append(replace(job, segments=segments))

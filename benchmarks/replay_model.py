@@ -10,7 +10,7 @@ CPU_ROLES = frozenset({"spawn", "prep", "pair_start", "shutdown", "compile"})
 SHARED_ROLES = frozenset({"correctness", "setup", "recheck", "checks", "profile"})
 LOOP_ROLES = frozenset({"loop", "loop_other"})
 TIMING_ROLES = frozenset({"setup", "loop", "loop_other", "recheck", "checks"})
-MARKERS = frozenset({"admit", "release"})
+MARKERS = frozenset({"admit", "release", "cut"})
 EPS = 1e-9
 # The GPU's capacity for shared work, in GPUs (without MPS, contexts of different processes take turns); the host's
 # for start-ups and other host work, in start-ups at full speed; the seconds a timer granted the device waits for
@@ -66,6 +66,9 @@ class Job:
     # Of its first pair's timed loop, the share a later pair repeats: a later pair times the TF32 baseline and the
     # candidate, not the FP32 baseline (timing_phase._time_pair); replay_jobs.Source sets it from the sweeps.
     later_loop_share: float = 1.0
+    # What a process pair holds while it starts (gpu_holds.start_bytes): a later pair's start cuts the declaration
+    # to it (Policy.pair_start_memory "cut"); replay_jobs.Source sets it from the problem's parameters.
+    start_bytes: int = 0
 
 
 @dataclass
@@ -92,8 +95,8 @@ class Policy:
     # 1: the rows' policy (every run before 2026-12-05).
     placement_pairs: int = 1
     later_pair_start_s: float = 10.0  # replay_jobs.Source sets the rows' median
-    # A later pair's start with the evaluation's declared memory "held" (every run before 2026-12-06) or "given back"
-    # and admitted again after it (gpu_holds.memory_given_back), waiting like any arrival.
+    # A later pair's start with the evaluation's declaration "held" whole (every run before 2026-12-06) or "cut" to
+    # what the start holds and grown back after it (gpu_holds.memory_given_back), waiting as an arrival would.
     pair_start_memory: str = "held"
     standby_s: float = 10.0  # a standby harness's start-up work (replay_work sets the rows' median)
     # A timer granted the device first waits for the shared commands in flight to end, the turnstile closed to new

@@ -52,7 +52,8 @@ class _Run:
     state: str = "run"  # run, memory, lock, standby
     mode: str = "cpu"
     holds: bool = False
-    memory: bool = False
+    memory: bool = False  # admitted (counted on its GPU)
+    holding: int = 0  # bytes of its declaration counted now (less while a later pair's start cuts it)
     kill_at: float = math.inf
     drain: float = 0.0  # seconds left of waiting for the shared commands in flight, once granted the device
     begun: bool = False  # its shared segment has run (a phase-long shared hold is then held until it ends)
@@ -108,7 +109,9 @@ class Simulation:
             seg = run.job.segments[run.index]
             mode = self.p.mode(run.job, seg.role)
             if seg.role == "admit":
-                if self.p.capacity is None or (self._fits(gpu, run.job) and not self._held_back(gpu, self.t)):
+                # an admitted run growing back after a cut is not held back: it holds a place the waiters need
+                held_back = not run.memory and self._held_back(gpu, self.t)
+                if self.p.capacity is None or (self._fits(gpu, run) and not held_back):
                     self._admit(gpu, run)
                     continue
                 run.state, run.waiting_since = "memory", self.t
@@ -116,6 +119,9 @@ class Simulation:
                 return
             if seg.role == "release":
                 self._free_memory(run)
+                continue
+            if seg.role == "cut":
+                self._cut(run)
                 continue
             if mode != "exclusive" and run.holds:
                 self._give_back(run)
@@ -135,10 +141,16 @@ class Simulation:
             if run.left > EPS or run.drain > EPS or run.state != "run":
                 return
 
-    def _fits(self, gpu: _Gpu, job: Job) -> bool:
+    def _fits(self, gpu: _Gpu, run: _Run) -> bool:
+        """Does the run's whole declaration fit (beside nobody else it always does)? An admitted run whose
+        declaration was cut grows back under the same rule."""
         assert self.p.capacity is not None
-        declared = min(job.declared, self.p.capacity)
-        return gpu.admitted == 0 or gpu.held + declared <= self.p.capacity
+        others = gpu.admitted - (1 if run.memory else 0)
+        return others == 0 or gpu.held - run.holding + self._declared(run.job) <= self.p.capacity
+
+    def _declared(self, job: Job) -> int:
+        assert self.p.capacity is not None
+        return min(job.declared, self.p.capacity)
 
     def _held_back(self, gpu: _Gpu, since: float) -> bool:
         """Does a waiter that began to wait before `since` wait longer than the ledger's patience (gpu_memory.py:
@@ -146,23 +158,39 @@ class Simulation:
         return any(w.waiting_since < since and self.t - w.waiting_since > self.p.memory_patience_s for w in gpu.waiting)
 
     def _admit(self, gpu: _Gpu, run: _Run) -> None:
+        """Count the run's whole declaration (a first admission, or growing back after a cut)."""
         if self.p.capacity is not None:
-            gpu.held += min(run.job.declared, self.p.capacity)
-            gpu.admitted += 1
-            run.memory = True
+            want = self._declared(run.job)
+            gpu.held += want - run.holding
+            gpu.admitted += 0 if run.memory else 1
+            run.memory, run.holding = True, want
             self.trace.append(("memory", run.gpu, self.t, gpu.held, gpu.admitted))
 
     def _free_memory(self, run: _Run) -> None:
         if not run.memory:
             return
         gpu = self.gpus[run.gpu]
-        assert self.p.capacity is not None
-        gpu.held -= min(run.job.declared, self.p.capacity)
+        gpu.held -= run.holding
         gpu.admitted -= 1
-        run.memory = False
+        run.memory, run.holding = False, 0
         self.trace.append(("memory", run.gpu, self.t, gpu.held, gpu.admitted))
+        self._serve_waiters(gpu)
+
+    def _cut(self, run: _Run) -> None:
+        """A later pair's start: the declaration cut to what the start holds, the run still counted."""
+        if not run.memory:
+            return
+        gpu = self.gpus[run.gpu]
+        kept = min(run.job.start_bytes, run.holding)
+        gpu.held -= run.holding - kept
+        run.holding = kept
+        self.trace.append(("memory", run.gpu, self.t, gpu.held, gpu.admitted))
+        self._serve_waiters(gpu)
+
+    def _serve_waiters(self, gpu: _Gpu) -> None:
         for waiter in list(gpu.waiting):  # every waiter polls: whoever fits now is admitted, in arrival order
-            if waiter in gpu.waiting and self._fits(gpu, waiter.job) and not self._held_back(gpu, waiter.waiting_since):
+            held_back = not waiter.memory and self._held_back(gpu, waiter.waiting_since)
+            if waiter in gpu.waiting and self._fits(gpu, waiter) and not held_back:
                 gpu.waiting.remove(waiter)
                 self._admit(gpu, waiter)
                 self._enter(waiter)

@@ -28,7 +28,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,6 +78,7 @@ class MemoryLedger:
         self.folder = self.directory / f"{safe}.mem"
         self.ledger_path = self.directory / f"{safe}.mem.lock"
         self._mine: Path | None = None  # this ledger's own reservation while reserve() holds it
+        self._mine_fd: int | None = None
         self._mine_bytes = 0
 
     def _live(self, prefix: str, skip: Path | None = None) -> list[str]:
@@ -150,26 +151,80 @@ class MemoryLedger:
         """Hold `nbytes` of the device's `capacity` until the block ends, waiting until it fits beside the others
         (a reservation larger than the capacity waits until it is alone, then runs) and no evaluation that began to
         wait before it has waited longer than `patience_s` (math.inf: never held back). MemoryTimeout past
-        `deadline`."""
+        `deadline`. Inside the block, resize() changes what it holds."""
+        token = f"{os.getpid()}-{secrets.token_hex(6)}"
+        path = self.folder / f"r-{token}"
+        fd: int | None = None
+
+        def create(nbytes: int) -> None:
+            nonlocal fd
+            fd = open_lock_file(path)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(fd, str(nbytes).encode())
+
+        try:
+            admission = self._when_fits(nbytes, capacity, deadline, patience_s, token, create, resizing=False)
+            self._mine, self._mine_fd, self._mine_bytes = path, fd, admission.reserved_bytes
+            yield admission
+        finally:
+            self._mine, self._mine_fd, self._mine_bytes = None, None, 0
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                os.close(fd)
+
+    def resize(self, nbytes: int, capacity: int, deadline: float, patience_s: float = math.inf) -> Admission:
+        """Change what the reservation reserve() holds declares: less at once; more once it fits beside the others
+        (and behind any that waited past `patience_s`), as an arrival would, the reservation kept meanwhile, so an
+        evaluation that gives most of its memory back for a while is never counted as gone. MemoryTimeout past
+        `deadline` (the smaller figure then still held)."""
+        fd, token = self._mine_fd, secrets.token_hex(6)
+        assert fd is not None and self._mine is not None, "resize() outside reserve()"
+
+        def rewrite(nbytes: int) -> None:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(nbytes).encode(), 0)
+
+        nbytes = max(0, min(int(nbytes), int(capacity)))
+        if nbytes <= self._mine_bytes:
+            with self._ledger():
+                rewrite(nbytes)
+            self._mine_bytes = nbytes
+            return Admission(reserved_bytes=nbytes, capacity_bytes=int(capacity))
+        admission = self._when_fits(nbytes, capacity, deadline, patience_s, f"{os.getpid()}-{token}", rewrite, True)
+        self._mine_bytes = nbytes
+        return admission
+
+    def _when_fits(
+        self,
+        nbytes: int,
+        capacity: int,
+        deadline: float,
+        patience_s: float,
+        token: str,
+        grant: Callable[[int], None],
+        resizing: bool,
+    ) -> Admission:
+        """Wait until `nbytes` fits beside the other reservations (`resizing`: this ledger's own left out) and none
+        that began to wait before it is overdue, then call grant(nbytes) under the ledger."""
         nbytes = max(0, min(int(nbytes), int(capacity)))
         admission = Admission(reserved_bytes=nbytes, capacity_bytes=int(capacity))
         started, arrived = time.monotonic(), time.time()
-        fd: int | None = None
         waiter: int | None = None  # a flocked "w-" file while this admission waits (MemoryLedger.waiting)
-        token = f"{os.getpid()}-{secrets.token_hex(6)}"
-        path, waiting = self.folder / f"r-{token}", self.folder / f"w-{token}"
+        waiting = self.folder / f"w-{token}"
         held_back_since: float | None = None
-        refused = False
+        refused, granted = False, False
+        mine = 1 if resizing else 0
         try:
-            while fd is None:
+            while not granted:
                 with self._ledger():
                     count, held = self._held()
+                    count, held = count - mine, held - (self._mine_bytes if mine else 0)
                     fits = held + nbytes <= capacity or count == 0
                     behind = fits and not math.isinf(patience_s) and self._overdue(arrived, patience_s, waiting)
                     if fits and not behind:
-                        fd = open_lock_file(path)
-                        fcntl.flock(fd, fcntl.LOCK_EX)
-                        os.write(fd, str(nbytes).encode())
+                        grant(nbytes)
+                        granted = True
                     elif waiter is None:
                         refused = True
                         admission.others_at_wait, admission.others_bytes_at_wait = count, held
@@ -179,26 +234,18 @@ class MemoryLedger:
                 now = time.monotonic()
                 if held_back_since is not None:
                     admission.held_back_s += now - held_back_since
-                held_back_since = now if behind and fd is None else None
-                if waiter is not None and fd is not None:
-                    with contextlib.suppress(OSError):
-                        waiting.unlink()
-                    os.close(waiter)
-                    waiter = None
-                if fd is None:
+                held_back_since = now if behind and not granted else None
+                if not granted:
                     if now > deadline:
                         raise MemoryTimeout(
                             f"the GPU's memory stayed taken by other evaluations: {nbytes / 2**30:.1f} GiB did not fit"
                         )
                     time.sleep(POLL_S)
-            admission.waited_s = round(time.monotonic() - started, 3) if refused else 0.0
-            admission.held_back_s = round(admission.held_back_s, 3)
-            self._mine, self._mine_bytes = path, nbytes
-            yield admission
         finally:
-            self._mine, self._mine_bytes = None, 0
-            for descriptor, name in ((fd, path), (waiter, waiting)):
-                if descriptor is not None:
-                    with contextlib.suppress(OSError):
-                        name.unlink()
-                    os.close(descriptor)
+            if waiter is not None:
+                with contextlib.suppress(OSError):
+                    waiting.unlink()
+                os.close(waiter)
+        admission.waited_s = round(time.monotonic() - started, 3) if refused else 0.0
+        admission.held_back_s = round(admission.held_back_s, 3)
+        return admission

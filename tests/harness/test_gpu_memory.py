@@ -294,3 +294,80 @@ def test_an_evaluation_that_runs_out_of_memory_beside_others_is_evaluated_again(
     with MemoryLedger(locks, "cpu").reserve(40 * MB, 100 * MB, time.monotonic() + 5):
         with pytest.raises(InfraError, match="ran out of device memory while 1 other evaluations held"):
             evaluate("linear_bn", kernel_source=OOM_KERNEL, **budget)
+
+
+def test_a_cut_declaration_makes_room_at_once_and_grows_back_only_when_it_fits(tmp_path):
+    """A later process pair's start cuts its evaluation's declaration to what a start holds (gpu_holds.
+    memory_given_back): the room is another's at once, and growing back waits, as an arrival would, until it fits."""
+    ledger = MemoryLedger(tmp_path, "GPU-test")
+    other = MemoryLedger(tmp_path, "GPU-test")
+    with ledger.reserve(60 * MB, 100 * MB, time.monotonic() + 5):
+        with pytest.raises(MemoryTimeout):
+            with other.reserve(70 * MB, 100 * MB, time.monotonic() + 0.2):
+                pass
+        assert ledger.resize(5 * MB, 100 * MB, time.monotonic() + 1).waited_s == 0
+        assert other.others() == (1, 5 * MB)  # still there, declaring less
+        released = threading.Event()
+        with other.reserve(70 * MB, 100 * MB, time.monotonic() + 1) as admission:
+            assert admission.waited_s == 0
+            threading.Timer(0.4, released.set).start()
+            with pytest.raises(MemoryTimeout, match="did not fit"):
+                ledger.resize(60 * MB, 100 * MB, time.monotonic() + 0.2)
+            assert other.others() == (1, 5 * MB)  # a growth that timed out keeps the smaller figure
+            grown = threading.Thread(target=lambda: ledger.resize(60 * MB, 100 * MB, time.monotonic() + 5))
+            grown.start()
+            released.wait(5)
+        grown.join()
+        assert other.others() == (1, 60 * MB) and ledger.others() == (0, 0)
+
+
+def test_a_whole_device_declaration_is_not_admitted_beside_a_cut_one(tmp_path):
+    """On an H100 (2026-12-06), with declarations given back whole for later pairs' starts, a whole-device
+    declaration was admitted while its neighbours were all starting pairs, and ran out of memory beside their fresh
+    workers. Cut, not given back, a neighbour is still counted: the whole-device one waits until it has gone."""
+    ledger = MemoryLedger(tmp_path, "GPU-test")
+    with ledger.reserve(30 * MB, 100 * MB, time.monotonic() + 5):
+        ledger.resize(1 * MB, 100 * MB, time.monotonic() + 1)  # on a GPU a start holds two CUDA contexts at least
+        with pytest.raises(MemoryTimeout):
+            with MemoryLedger(tmp_path, "GPU-test").reserve(100 * MB, 100 * MB, time.monotonic() + 0.3):
+                pass
+    with MemoryLedger(tmp_path, "GPU-test").reserve(100 * MB, 100 * MB, time.monotonic() + 0.3) as admission:
+        assert admission.waited_s == 0
+
+
+def test_a_start_declares_two_cuda_contexts_and_the_models_state():
+    from types import SimpleNamespace
+
+    from evaluator.harness.orchestrator.gpu_holds import PEAK_MARGIN, GpuHolds
+
+    holds = GpuHolds.__new__(GpuHolds)
+    holds.ctx = SimpleNamespace(counts={"param_bytes": 400 * MB}, cuda=True)  # type: ignore[assignment]
+    assert holds.start_bytes() == int(2 * (CUDA_WORKER_BYTES + PEAK_MARGIN * 400 * MB))
+    holds.ctx = SimpleNamespace(counts=None, cuda=False)  # type: ignore[assignment]
+    assert holds.start_bytes() == 0
+
+
+def test_growing_back_is_not_held_back_behind_a_whole_device_declaration_that_waits_for_it(tmp_path):
+    """A whole-device declaration past its patience holds later arrivals back, but not an admitted evaluation
+    growing back after a cut: the whole-device one waits for that one to end, and would wait for ever if it could
+    not grow (the replay found it: 80 evaluations timed out in the full bundle)."""
+    ledger = MemoryLedger(tmp_path, "GPU-test")
+    got: dict[str, float] = {}
+
+    def whole() -> None:
+        with MemoryLedger(tmp_path, "GPU-test").reserve(100 * MB, 100 * MB, time.monotonic() + 10, 0.1):
+            got["whole"] = time.monotonic()
+
+    with ledger.reserve(30 * MB, 100 * MB, time.monotonic() + 5):
+        ledger.resize(1 * MB, 100 * MB, time.monotonic() + 1)
+        waiter = threading.Thread(target=whole)
+        waiter.start()
+        time.sleep(0.4)  # past its patience
+        assert ledger.waiting() == 1 and "whole" not in got
+        with pytest.raises(MemoryTimeout):  # a later arrival is held back behind it
+            with MemoryLedger(tmp_path, "GPU-test").reserve(10 * MB, 100 * MB, time.monotonic() + 0.3, 0.1):
+                pass
+        assert ledger.resize(30 * MB, 100 * MB, time.monotonic() + 1).held_back_s == 0
+        assert "whole" not in got
+    waiter.join()
+    assert "whole" in got

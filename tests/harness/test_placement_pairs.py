@@ -61,11 +61,11 @@ def test_the_harness_runs_a_second_pair_only_beside_another_evaluation(evaluate,
     assert "pair_2_start" in beside["phases"]
 
 
-def test_a_later_pair_starts_with_the_declared_memory_given_back_and_waits_to_be_admitted_again(evaluate, tmp_path):
+def test_a_later_pair_starts_with_its_declaration_cut_and_waits_to_grow_it_back(evaluate, tmp_path):
     """While a later pair starts (old workers ending, new ones importing torch and building the reference) the
-    evaluation's declaration is out of the ledger: another evaluation that arrives then is admitted, and the pair
-    waits to be admitted again until that one lets go; the record says how long (pair_starts[].memory_wait_s, in
-    phases.gpu_memory_wait, not in the start's seconds)."""
+    evaluation declares only what a start holds (gpu_holds.start_bytes: nothing on the CPU) but stays in the ledger:
+    another evaluation that arrives then is admitted, and the pair waits to grow its declaration back until that one
+    lets go; the record says how long (pair_starts[].memory_wait_s, in phases.gpu_memory_wait, not in the start)."""
     locks = tmp_path / "locks"
     options = {
         "gpu_lock_dir": str(locks),
@@ -75,18 +75,18 @@ def test_a_later_pair_starts_with_the_declared_memory_given_back_and_waits_to_be
         "placement_pairs": 2,
         "max_process_pairs": 2,
     }
-    seen: list[int] = []
+    seen: list[tuple[int, int]] = []
     stop = threading.Event()
 
     def arrive_during_the_start() -> None:
-        """Count the reservations; once the evaluation's has gone (only the neighbour's left after both were
-        seen), take 70 MB, which leaves no room for its 20, and let go 1 s after the evaluation began to wait."""
+        """Follow the ledger; once the evaluation's declaration has been cut (its 20 MB gone, both still there),
+        take 70 MB, which leaves no room for its 20 again, and let go 1 s after it began to wait."""
         ledger = MemoryLedger(locks, "cpu")
         while not stop.is_set():
-            count = ledger.others()[0]
-            if not seen or seen[-1] != count:
-                seen.append(count)
-            if seen[-2:] == [2, 1]:
+            count, held = ledger.others()
+            if not seen or seen[-1] != (count, held // MB):
+                seen.append((count, held // MB))
+            if seen[-2:] == [(2, 40), (2, 20)]:
                 with ledger.reserve(70 * MB, 100 * MB, time.monotonic() + 5):
                     while not ledger.waiting() and not stop.is_set():
                         time.sleep(0.005)
@@ -104,7 +104,7 @@ def test_a_later_pair_starts_with_the_declared_memory_given_back_and_waits_to_be
             stop.set()
             watcher.join()
     assert record["status"] == "ok", record["error"]
-    assert seen[:3] == [1, 2, 1], seen  # the neighbour, then the evaluation beside it, then its start without it
+    assert seen[:3] == [(1, 20), (2, 40), (2, 20)], seen  # the neighbour, the evaluation beside it, its start
     [start] = record["timing"]["pair_starts"]
     assert start["memory_wait_s"] >= 1.0, start
     assert record["phases"]["gpu_memory_wait"] >= start["memory_wait_s"]

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from evaluator.harness.commands import Command
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
-from evaluator.harness.gpu_memory import Admission, MemoryLedger, MemoryTimeout
+from evaluator.harness.gpu_memory import MemoryLedger, MemoryTimeout
 from evaluator.harness.orchestrator.context import Context
 from evaluator.harness.record_parts import GpuHold
 from evaluator.harness.sandbox.cpu_pin import CpuLease, timing_cpus
@@ -73,10 +73,8 @@ class GpuHolds:
         # The CPU set aside for timed loops (cpu_pin.py), leased with every exclusive hold and its workers pinned
         # to it: one timer per GPU at a time, so the lease waits for nobody. What the last hold got, for the record.
         self._lease: CpuLease | None = None
-        # set while memory() runs on a shared device (its reservation given back for a later pair's start)
-        self._ledger: MemoryLedger | None = None
-        self._declared = (0, 0)  # (bytes reserved, capacity) once memory() admits on a shared device
-        self._reservation = contextlib.ExitStack()  # the ledger's reservation while it is held
+        self._ledger: MemoryLedger | None = None  # set while memory is reserved on a shared device
+        self._declared = (0, 0)  # (bytes reserved, capacity) while it is
         self.last_readmission_s = 0.0  # memory_given_back's wait to be admitted again
         self._estimate = (0, 0)  # (the two workers' estimate uncapped, the capacity) once memory() has run
         self.cpu: int | None = None
@@ -210,46 +208,51 @@ class GpuHolds:
         if not capacity or not ctx.opts.gpu_lock_dir:
             yield
             return
-        self._ledger = MemoryLedger(ctx.opts.gpu_lock_dir, self._key())
-        self._declared = (reserved, capacity)
+        ledger = MemoryLedger(ctx.opts.gpu_lock_dir, self._key())
+        patience = ctx.opts.gpu_memory_patience_s
         try:
-            admission = self._admit()
-            hold.waited_s, hold.waited_for = admission.waited_s, admission.describe()
-            yield
-        finally:
-            self._reservation.close()
-            self._ledger = None
-
-    def _admit(self) -> Admission:
-        """Reserve the declaration (waiting until it fits, gpu_memory.MemoryLedger.reserve); held until
-        self._reservation is closed."""
-        assert self._ledger is not None
-        reserved, capacity = self._declared
-        patience = self.ctx.opts.gpu_memory_patience_s
-        try:
-            admission = self._reservation.enter_context(
-                self._ledger.reserve(reserved, capacity, self.ctx.deadline.at + 3600, patience)
-            )
+            with ledger.reserve(reserved, capacity, ctx.deadline.at + 3600, patience) as admission:
+                hold.waited_s = admission.waited_s
+                hold.waited_for = admission.describe()
+                self._waited("gpu_memory_wait", admission.waited_s)
+                self._ledger, self._declared = ledger, (reserved, capacity)
+                try:
+                    yield
+                finally:
+                    self._ledger = None
         except MemoryTimeout as exc:
             raise HarnessInfraError(str(exc)) from exc
-        self._waited("gpu_memory_wait", admission.waited_s)
-        return admission
 
     @contextlib.contextmanager
     def memory_given_back(self) -> Iterator[None]:
-        """The declared memory given back for the block and, when it ends normally, admitted again, waiting like
-        any arrival (`last_readmission_s`): around a later process pair's start, while the old workers end and the
-        new ones start and build the reference, as the first pair builds before its admission. Held through it, a
-        big problem's declaration sat idle while others waited for memory (benchmarks/results/replay.md). The
-        ledger stays open meanwhile, so an out-of-memory failure in the start still sees the others
-        (crowded_out); a failure is not admitted again, it ends the evaluation."""
+        """Around a later process pair's start (the old workers end, new ones start and build the reference), the
+        declaration cut to what a start holds (start_bytes: CUDA contexts and the model's state), and when the
+        block ends normally grown back once it fits (`last_readmission_s`), not held back by the patience rule,
+        which still holds later arrivals back behind it once it has waited that long. Held whole through
+        it, a big problem's declaration sat idle while others waited for memory (benchmarks/results/replay.md).
+        Never given back whole: on an H100 (2026-12-06) a whole-device declaration admitted while its neighbours
+        were all starting pairs ran out of memory beside their fresh workers, and a neighbour invisible to the
+        ledger is one crowded_out cannot name. A failure is not admitted again: it ends the evaluation."""
         self.last_readmission_s = 0.0
         if self._ledger is None:
             yield
             return
-        self._reservation.close()
+        reserved, capacity = self._declared
+        self._ledger.resize(min(reserved, self.start_bytes()), capacity, self.ctx.deadline.at)  # less: at once
         yield
-        self.last_readmission_s = self._admit().waited_s
+        try:  # no patience: held back behind a whole-device waiter that waits for it to end, neither would move
+            admission = self._ledger.resize(reserved, capacity, self.ctx.deadline.at + 3600)
+        except MemoryTimeout as exc:
+            raise HarnessInfraError(str(exc)) from exc
+        self._waited("gpu_memory_wait", admission.waited_s)
+        self.last_readmission_s = admission.waited_s
+
+    def start_bytes(self) -> int:
+        """What a process pair holds on the device while it starts: each worker its CUDA context and the model's
+        parameters and buffers (flops.count: param_bytes) with the peak margin; inputs come after the start."""
+        ctx = self.ctx
+        params = int((ctx.counts or {}).get("param_bytes") or 0)
+        return int(2 * ((CUDA_WORKER_BYTES if ctx.cuda else 0) + PEAK_MARGIN * params))
 
     def others(self) -> tuple[int, int]:
         """(evaluations, declared bytes) of the others holding memory on this device now; (0, 0) when the device
