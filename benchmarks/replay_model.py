@@ -96,7 +96,7 @@ class Policy:
     placement_pairs: int = 1
     later_pair_start_s: float = 10.0  # replay_jobs.Source sets the rows' median
     # A later pair's start with the evaluation's declaration "held" whole (every run before 2026-12-06) or "cut" to
-    # what the start holds and grown back after it (gpu_holds.memory_given_back), waiting as an arrival would.
+    # what the start holds and grown back after it once it fits (gpu_holds.declaration_cut; never held back).
     pair_start_memory: str = "held"
     standby_s: float = 10.0  # a standby harness's start-up work (replay_work sets the rows' median)
     # A timer granted the device first waits for the shared commands in flight to end, the turnstile closed to new

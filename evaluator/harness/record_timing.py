@@ -122,8 +122,9 @@ class PairRow(_Part):
 
 @dataclass
 class PairStart(_Part):
-    """One later process pair's start (timing_phase): its seconds and the GPU hold it ran under, with the evaluation's
-    declared memory given back; `memory_wait_s`: how long it then waited to be admitted again (not in `seconds`)."""
+    """One later process pair's start (timing_phase): its seconds and the GPU hold it ran under, the evaluation's
+    declaration cut meanwhile to what a start holds; `memory_wait_s`: how long it then waited to grow back (not in
+    `seconds`)."""
 
     pair: int | None = _opt(_opt_int)
     seconds: float | None = _opt(_opt_num)

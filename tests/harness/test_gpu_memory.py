@@ -298,7 +298,7 @@ def test_an_evaluation_that_runs_out_of_memory_beside_others_is_evaluated_again(
 
 def test_a_cut_declaration_makes_room_at_once_and_grows_back_only_when_it_fits(tmp_path):
     """A later process pair's start cuts its evaluation's declaration to what a start holds (gpu_holds.
-    memory_given_back): the room is another's at once, and growing back waits, as an arrival would, until it fits."""
+    declaration_cut): the room is another's at once, and growing back waits until it fits."""
     ledger = MemoryLedger(tmp_path, "GPU-test")
     other = MemoryLedger(tmp_path, "GPU-test")
     with ledger.reserve(60 * MB, 100 * MB, time.monotonic() + 5):

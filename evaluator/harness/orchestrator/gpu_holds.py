@@ -75,7 +75,7 @@ class GpuHolds:
         self._lease: CpuLease | None = None
         self._ledger: MemoryLedger | None = None  # set while memory is reserved on a shared device
         self._declared = (0, 0)  # (bytes reserved, capacity) while it is
-        self.last_readmission_s = 0.0  # memory_given_back's wait to be admitted again
+        self.last_growth_wait_s = 0.0  # declaration_cut's wait to grow back
         self._estimate = (0, 0)  # (the two workers' estimate uncapped, the capacity) once memory() has run
         self.cpu: int | None = None
         self.cpu_why = "not CUDA" if not ctx.cuda else "pin_timing_cpu off"
@@ -224,16 +224,16 @@ class GpuHolds:
             raise HarnessInfraError(str(exc)) from exc
 
     @contextlib.contextmanager
-    def memory_given_back(self) -> Iterator[None]:
+    def declaration_cut(self) -> Iterator[None]:
         """Around a later process pair's start (the old workers end, new ones start and build the reference), the
         declaration cut to what a start holds (start_bytes: CUDA contexts and the model's state), and when the
-        block ends normally grown back once it fits (`last_readmission_s`), not held back by the patience rule,
+        block ends normally grown back once it fits (`last_growth_wait_s`), not held back by the patience rule,
         which still holds later arrivals back behind it once it has waited that long. Held whole through
         it, a big problem's declaration sat idle while others waited for memory (benchmarks/results/replay.md).
         Never given back whole: on an H100 (2026-12-06) a whole-device declaration admitted while its neighbours
         were all starting pairs ran out of memory beside their fresh workers, and a neighbour invisible to the
         ledger is one crowded_out cannot name. A failure is not admitted again: it ends the evaluation."""
-        self.last_readmission_s = 0.0
+        self.last_growth_wait_s = 0.0
         if self._ledger is None:
             yield
             return
@@ -245,7 +245,7 @@ class GpuHolds:
         except MemoryTimeout as exc:
             raise HarnessInfraError(str(exc)) from exc
         self._waited("gpu_memory_wait", admission.waited_s)
-        self.last_readmission_s = admission.waited_s
+        self.last_growth_wait_s = admission.waited_s
 
     def start_bytes(self) -> int:
         """What a process pair holds on the device while it starts: each worker its CUDA context and the model's

@@ -77,14 +77,14 @@ def run_timing(ctx: Context, holds: GpuHolds) -> None:
             skipped = f"{wanted - len(pairs)} more process pairs skipped: under half the evaluation's time left"
             break
         step = time.monotonic()
-        # Nothing of the GPU held while the old pair ends and the new one starts, its declared memory included:
-        # admitted again after the block, the wait is gpu_memory_wait's, not the start's.
-        with holds.hold("none") as held, holds.memory_given_back():
+        # Nothing of the GPU held while the old pair ends and the new one starts, and the declaration cut to what a
+        # start holds: grown back after the block (that wait is gpu_memory_wait's, not the start's).
+        with holds.hold("none") as held, holds.declaration_cut():
             fresh_pair(ctx)
             seconds = round(time.monotonic() - step, 3)
             ctx.phase(f"pair_{len(pairs) + 1}_start", step)
         starts.append(
-            {"pair": len(pairs) + 1, "seconds": seconds, "gpu_hold": held, "memory_wait_s": holds.last_readmission_s}
+            {"pair": len(pairs) + 1, "seconds": seconds, "gpu_hold": held, "memory_wait_s": holds.last_growth_wait_s}
         )
         if held == "exclusive":
             phases = ctx.record.phases
