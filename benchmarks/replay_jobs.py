@@ -24,7 +24,7 @@ from benchmarks.replay_work import (
     read_rows,
     row_pieces,
 )
-from evaluator.harness.orchestrator.gpu_holds import CUDA_WORKER_BYTES, PEAK_MARGIN
+from evaluator.harness.orchestrator.gpu_holds import start_bytes
 
 HERE = Path(__file__).resolve().parent
 
@@ -163,8 +163,7 @@ class Source:
             from_row = False
         if item.get("kind") == "load_inline":
             job = replace(job, compile_s=compile_s)
-        params = int((self.counts(key) or {}).get("param_bytes") or 0)
-        start = int(2 * (CUDA_WORKER_BYTES + PEAK_MARGIN * params))  # gpu_holds.start_bytes on a GPU
+        start = start_bytes(int((self.counts(key) or {}).get("param_bytes") or 0), cuda=True)
         return replace(job, later_loop_share=self.later_loop_share(key), start_bytes=start), from_row
 
     def later_loop_share(self, key: str) -> float:

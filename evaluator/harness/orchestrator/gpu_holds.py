@@ -60,6 +60,12 @@ def reservation_bytes(
     return min(int(2 * per_worker), capacity)
 
 
+def start_bytes(param_bytes: int, cuda: bool) -> int:
+    """What a process pair holds on the device while it starts: each worker its CUDA context and the model's
+    parameters and buffers (flops.count: param_bytes) with the peak margin; inputs come after the start."""
+    return int(2 * ((CUDA_WORKER_BYTES if cuda else 0) + PEAK_MARGIN * param_bytes))
+
+
 class GpuHolds:
     """The evaluation's holds on its device. With the gpu_lock_dir option empty no other evaluation shares the
     device, and the modes are still tracked (and accounted in the record) as if they were taken."""
@@ -248,11 +254,8 @@ class GpuHolds:
         self.last_growth_wait_s = admission.waited_s
 
     def start_bytes(self) -> int:
-        """What a process pair holds on the device while it starts: each worker its CUDA context and the model's
-        parameters and buffers (flops.count: param_bytes) with the peak margin; inputs come after the start."""
         ctx = self.ctx
-        params = int((ctx.counts or {}).get("param_bytes") or 0)
-        return int(2 * ((CUDA_WORKER_BYTES if ctx.cuda else 0) + PEAK_MARGIN * params))
+        return start_bytes(int((ctx.counts or {}).get("param_bytes") or 0), ctx.cuda)
 
     def others(self) -> tuple[int, int]:
         """(evaluations, declared bytes) of the others holding memory on this device now; (0, 0) when the device
