@@ -81,18 +81,18 @@ def row_pieces(row: dict[str, Any], current_policy: bool = True, call_ms: float 
     before_correctness = min(lock - before_loops, unnamed)
     inside = lock - before_loops - before_correctness
     workers = _num(p, "workers")
-    # memory waited for again after a later pair's start (its declaration given back for it, since 2026-12-06)
-    readmit = {int(s.get("pair") or 0): float(s.get("memory_wait_s") or 0.0) for s in row.get("pair_starts") or []}
+    # memory waited for after a later pair's start, to grow its declaration back (cut for the start since 2026-12-06)
+    regrow = {int(s.get("pair") or 0): float(s.get("memory_wait_s") or 0.0) for s in row.get("pair_starts") or []}
     pieces = [Piece("spawn", workers)] if workers else []
     pieces += [Piece("prep", max(_num(p, "start") - workers, 0.0) + _num(p, "compile"))]
     pieces += [
-        Piece("wait", max(_num(p, "gpu_memory_wait") - sum(readmit.values()), 0.0) + before_correctness),
+        Piece("wait", max(_num(p, "gpu_memory_wait") - sum(regrow.values()), 0.0) + before_correctness),
         Piece("correctness", _num(p, "correctness")),
     ]
     for i, s in enumerate(suffix):
         if i:
             pieces.append(Piece("pair_start", _num(p, f"pair_{i + 1}_start")))
-            pieces.append(Piece("wait", readmit.get(i + 1, 0.0)))
+            pieces.append(Piece("wait", regrow.get(i + 1, 0.0)))
         pieces += [Piece("setup", _num(p, f"timing_setup{s}")), Piece("wait", before_loops / n)]
         pieces += [
             Piece("loop", loops[i]),

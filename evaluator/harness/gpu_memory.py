@@ -77,8 +77,7 @@ class MemoryLedger:
         self.directory = Path(directory)
         self.folder = self.directory / f"{safe}.mem"
         self.ledger_path = self.directory / f"{safe}.mem.lock"
-        self._mine: Path | None = None  # this ledger's own reservation while reserve() holds it
-        self._mine_fd: int | None = None
+        self._mine_fd: int | None = None  # this ledger's own reservation (flocked) while reserve() holds it
         self._mine_bytes = 0
 
     def _live(self, prefix: str, skip: Path | None = None) -> list[str]:
@@ -138,7 +137,7 @@ class MemoryLedger:
         reservation, while reserve() holds it, left out)."""
         with self._ledger():
             count, held = self._held()
-        mine = 1 if self._mine is not None else 0
+        mine = 1 if self._mine_fd is not None else 0
         return max(count - mine, 0), max(held - self._mine_bytes, 0)
 
     def waiting(self) -> int:
@@ -152,8 +151,7 @@ class MemoryLedger:
         (a reservation larger than the capacity waits until it is alone, then runs) and no evaluation that began to
         wait before it has waited longer than `patience_s` (math.inf: never held back). MemoryTimeout past
         `deadline`. Inside the block, resize() changes what it holds."""
-        token = f"{os.getpid()}-{secrets.token_hex(6)}"
-        path = self.folder / f"r-{token}"
+        path = self.folder / f"r-{os.getpid()}-{secrets.token_hex(6)}"
         fd: int | None = None
 
         def create(nbytes: int) -> None:
@@ -163,23 +161,25 @@ class MemoryLedger:
             os.write(fd, str(nbytes).encode())
 
         try:
-            admission = self._when_fits(nbytes, capacity, deadline, patience_s, token, create, resizing=False)
-            self._mine, self._mine_fd, self._mine_bytes = path, fd, admission.reserved_bytes
+            admission = self._when_fits(nbytes, capacity, deadline, patience_s, create, resizing=False)
+            self._mine_fd, self._mine_bytes = fd, admission.reserved_bytes
             yield admission
         finally:
-            self._mine, self._mine_fd, self._mine_bytes = None, None, 0
+            self._mine_fd, self._mine_bytes = None, 0
             if fd is not None:
                 with contextlib.suppress(OSError):
                     path.unlink()
                 os.close(fd)
 
-    def resize(self, nbytes: int, capacity: int, deadline: float, patience_s: float = math.inf) -> Admission:
-        """Change what the reservation reserve() holds declares: less at once; more once it fits beside the others
-        (and behind any that waited past `patience_s`), as an arrival would, the reservation kept meanwhile, so an
-        evaluation that gives most of its memory back for a while is never counted as gone. MemoryTimeout past
-        `deadline` (the smaller figure then still held)."""
-        fd, token = self._mine_fd, secrets.token_hex(6)
-        assert fd is not None and self._mine is not None, "resize() outside reserve()"
+    def resize(self, nbytes: int, capacity: int, deadline: float) -> Admission:
+        """Change what the reservation reserve() holds declares: less at once; more once it fits beside the others,
+        the reservation kept meanwhile, so an evaluation that gives most of its memory back for a while is never
+        counted as gone. Growing is never held back by the patience rule: an evaluation already admitted holds a
+        place that a whole-device waiter waits for, so neither would move (the replay found it: 80 timeouts in the
+        full bundle); its own waiting still holds later arrivals back once overdue. MemoryTimeout past `deadline`
+        (the smaller figure then still held)."""
+        fd = self._mine_fd
+        assert fd is not None, "resize() outside reserve()"
 
         def rewrite(nbytes: int) -> None:
             os.ftruncate(fd, 0)
@@ -191,7 +191,7 @@ class MemoryLedger:
                 rewrite(nbytes)
             self._mine_bytes = nbytes
             return Admission(reserved_bytes=nbytes, capacity_bytes=int(capacity))
-        admission = self._when_fits(nbytes, capacity, deadline, patience_s, f"{os.getpid()}-{token}", rewrite, True)
+        admission = self._when_fits(nbytes, capacity, deadline, math.inf, rewrite, resizing=True)
         self._mine_bytes = nbytes
         return admission
 
@@ -201,7 +201,6 @@ class MemoryLedger:
         capacity: int,
         deadline: float,
         patience_s: float,
-        token: str,
         grant: Callable[[int], None],
         resizing: bool,
     ) -> Admission:
@@ -211,7 +210,7 @@ class MemoryLedger:
         admission = Admission(reserved_bytes=nbytes, capacity_bytes=int(capacity))
         started, arrived = time.monotonic(), time.time()
         waiter: int | None = None  # a flocked "w-" file while this admission waits (MemoryLedger.waiting)
-        waiting = self.folder / f"w-{token}"
+        waiting = self.folder / f"w-{os.getpid()}-{secrets.token_hex(6)}"
         held_back_since: float | None = None
         refused, granted = False, False
         mine = 1 if resizing else 0

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
+from typing import Any
 
 from evaluator.harness.gpu_memory import MemoryLedger
 from evaluator.harness.orchestrator.pair_policy import PairSamples, pairs_wanted
@@ -20,6 +22,19 @@ MB = 1 << 20
 def _first_pair(base_ms: float, neighbours: tuple[int, int]) -> PairSamples:
     times = {"tf32": [base_ms] * 20, "cand": [base_ms] * 20}
     return PairSamples(times, {}, {}, [], neighbours=neighbours)
+
+
+def _beside_options(locks: Path) -> dict[str, Any]:
+    """A CPU evaluation admitted by memory: 20 MB declared of a 100 MB budget, a long problem (pairs_below_ms 0)
+    given a second pair when placed beside another."""
+    return {
+        "gpu_lock_dir": str(locks),
+        "gpu_memory_budget_mb": 100,
+        "gpu_memory_reserve_mb": 20,
+        "pairs_below_ms": 0.0,
+        "placement_pairs": 2,
+        "max_process_pairs": 2,
+    }
 
 
 def test_a_long_problem_placed_beside_others_gets_a_second_pair_and_alone_one():
@@ -39,14 +54,7 @@ def test_the_harness_runs_a_second_pair_only_beside_another_evaluation(evaluate,
     while another evaluation holds memory in the ledger, in two, and each pair's row says beside whom it was
     placed."""
     locks = tmp_path / "locks"
-    options = {
-        "gpu_lock_dir": str(locks),
-        "gpu_memory_budget_mb": 100,
-        "gpu_memory_reserve_mb": 20,
-        "pairs_below_ms": 0.0,
-        "placement_pairs": 2,
-        "max_process_pairs": 2,
-    }
+    options = _beside_options(locks)
     alone = evaluate("relu", "relu_correct", **options)
     assert alone["status"] == "ok", alone["error"]
     assert len(alone["timing"]["pairs"]) == 1, alone["timing"]["process_pairs_policy"]
@@ -67,14 +75,7 @@ def test_a_later_pair_starts_with_its_declaration_cut_and_waits_to_grow_it_back(
     another evaluation that arrives then is admitted, and the pair waits to grow its declaration back until that one
     lets go; the record says how long (pair_starts[].memory_wait_s, in phases.gpu_memory_wait, not in the start)."""
     locks = tmp_path / "locks"
-    options = {
-        "gpu_lock_dir": str(locks),
-        "gpu_memory_budget_mb": 100,
-        "gpu_memory_reserve_mb": 20,
-        "pairs_below_ms": 0.0,
-        "placement_pairs": 2,
-        "max_process_pairs": 2,
-    }
+    options = _beside_options(locks)
     seen: list[tuple[int, int]] = []
     stop = threading.Event()
 

@@ -246,7 +246,7 @@ class GpuHolds:
         reserved, capacity = self._declared
         self._ledger.resize(min(reserved, self.start_bytes()), capacity, self.ctx.deadline.at)  # less: at once
         yield
-        try:  # no patience: held back behind a whole-device waiter that waits for it to end, neither would move
+        try:  # never held back by the patience rule (MemoryLedger.resize says why)
             admission = self._ledger.resize(reserved, capacity, self.ctx.deadline.at + 3600)
         except MemoryTimeout as exc:
             raise HarnessInfraError(str(exc)) from exc
