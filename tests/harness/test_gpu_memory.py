@@ -347,3 +347,29 @@ def test_a_start_declares_two_cuda_contexts_and_the_models_state():
     assert holds.start_bytes() == start_bytes(400 * MB, cuda=True)
     holds.ctx = SimpleNamespace(counts=None, cuda=False)  # type: ignore[assignment]
     assert holds.start_bytes() == 0
+
+
+def test_growing_back_is_not_held_back_behind_a_whole_device_declaration_that_waits_for_it(tmp_path):
+    """A whole-device declaration past its patience holds later arrivals back, but not an admitted evaluation
+    growing back after a cut: the whole-device one waits for that one to end, and would wait for ever if it could
+    not grow (the replay found it: 80 evaluations timed out in the full bundle)."""
+    ledger = MemoryLedger(tmp_path, "GPU-test")
+    got: dict[str, float] = {}
+
+    def whole() -> None:
+        with MemoryLedger(tmp_path, "GPU-test").reserve(100 * MB, 100 * MB, time.monotonic() + 10, 0.1):
+            got["whole"] = time.monotonic()
+
+    with ledger.reserve(30 * MB, 100 * MB, time.monotonic() + 5):
+        ledger.resize(1 * MB, 100 * MB, time.monotonic() + 1)
+        waiter = threading.Thread(target=whole)
+        waiter.start()
+        time.sleep(0.4)  # past its patience
+        assert ledger.waiting() == 1 and "whole" not in got
+        with pytest.raises(MemoryTimeout):  # a later arrival is held back behind it
+            with MemoryLedger(tmp_path, "GPU-test").reserve(10 * MB, 100 * MB, time.monotonic() + 0.3, 0.1):
+                pass
+        assert ledger.resize(30 * MB, 100 * MB, time.monotonic() + 1).held_back_s == 0
+        assert "whole" not in got
+    waiter.join()
+    assert "whole" in got
