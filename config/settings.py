@@ -268,10 +268,9 @@ EVALUATOR_COMPILE_CACHE_DIR = Path(os.getenv("EVALUATOR_COMPILE_CACHE_DIR", VAR_
 EVALUATOR_PYTHON = os.getenv("EVALUATOR_PYTHON", "")  # interpreter for the harness; default: this one
 # Evaluations on one GPU (a worker with -c > 1) share it for correctness and take turns for timing (gpu_lock.py).
 EVALUATOR_GPU_LOCK_DIR = Path(os.getenv("EVALUATOR_GPU_LOCK_DIR", VAR_DIR / "gpu-locks"))
-# Each worker process keeps the next evaluation's harness started (workers up, torch imported; their CUDA contexts
-# made once it is handed its evaluation) while the current one runs (runner.run_evaluation(prestart=True)). Off by
-# default: it holds two idle processes per worker slot; on GPU machines it takes the per-evaluation start-up off
-# the critical path.
+# Each worker process keeps the next evaluation's harness started (workers up, torch imported, CUDA context made)
+# while the current one runs (runner.run_evaluation(prestart=True)). Off by default: it holds two idle processes
+# per worker slot; on GPU machines it takes the per-evaluation start-up off the critical path.
 EVALUATOR_PRESTART = envbool("EVALUATOR_PRESTART")
 # Kernels run in Linux namespaces made by bubblewrap (evaluator/harness/sandbox/namespaces.py). Required unless DEBUG: a
 # machine without it then refuses to evaluate (an infrastructure error) rather than silently isolate less.

@@ -73,7 +73,7 @@ def run_evaluation(
     harness itself could not run (cannot spawn, disk full, harness crash that is not the kernel's doing).
 
     With `prestart`, this process keeps one standby harness for the next call with the same settings: it is started
-    as this evaluation begins, so its two workers (Python, torch) start while this one starts up and
+    as this evaluation begins, so its two workers (Python, torch, CUDA context) start while this one starts up and
     checks correctness, and the next call only hands it the problem and kernel. A standby never sees a kernel before
     its own call; one left over when the process exits is told to stop (it exits and takes its workers with it).
     The `seeds` option (the master seed the site published a digest of) is this call's alone: a standby is started

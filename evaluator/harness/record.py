@@ -161,7 +161,6 @@ PHASE_NAMES = frozenset(
         "start",
         "workers",
         "standby_workers",
-        "device_context",  # a standby's CUDA contexts, made once it has its evaluation (evaluation.py)
         "compile",
         "compile_import",
         "correctness",

@@ -15,10 +15,9 @@ from evaluator.harness.orchestrator.setup_phase import build_reference, handover
 from evaluator.harness.orchestrator.verdict import integrity
 
 
-def connect(ctx: Context, *, device_context: bool = True) -> None:
-    """Clients for the pair's two processes, and their first-use costs paid (torch imported, CUDA context made;
-    without `device_context` only torch's: device_context() makes the contexts later). No kernel code has run in
-    either yet: a failure here is ours, not the kernel's."""
+def connect(ctx: Context) -> None:
+    """Clients for the pair's two processes, and their first-use costs paid (torch imported, CUDA context made).
+    No kernel code has run in either yet: a failure here is ours, not the kernel's."""
     workers = ctx.workers
     assert workers.ref is not None and workers.cand is not None
     ctx.ref = ReferenceClient(workers.ref, ctx.deadline, gate=ctx.gate)
@@ -32,19 +31,9 @@ def connect(ctx: Context, *, device_context: bool = True) -> None:
         load_s=ctx.opts.load_timeout_s,
         build_s=ctx.opts.load_cold_timeout_s,
     )
-    _warm_up(ctx, ctx.device if device_context else "cpu", meta=True)
-
-
-def device_context(ctx: Context) -> None:
-    """The workers' CUDA contexts, for a pair connected without them (a standby's: evaluation.py says why)."""
-    if ctx.cuda:
-        _warm_up(ctx, ctx.device, meta=False)
-
-
-def _warm_up(ctx: Context, device: str, *, meta: bool) -> None:
-    ctx.ref.warm_up(device, meta=meta)
+    ctx.ref.warm_up(ctx.device)
     try:
-        ctx.cand.warm_up(device)
+        ctx.cand.warm_up(ctx.device)
     except CandidateFailed as exc:
         raise HarnessInfraError(f"candidate worker failed before the kernel was loaded: {exc}") from exc
 

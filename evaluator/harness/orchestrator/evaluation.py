@@ -17,7 +17,7 @@ from pathlib import Path
 
 from evaluator.harness import seeds
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
-from evaluator.harness.orchestrator.bring_up import connect, device_context, report_strays
+from evaluator.harness.orchestrator.bring_up import connect, report_strays
 from evaluator.harness.orchestrator.clients import Deadline
 from evaluator.harness.orchestrator.context import Context, Emit
 from evaluator.harness.orchestrator.correctness_phase import check_correctness
@@ -70,7 +70,7 @@ class EvaluationRun:
         """
         ctx = self.ctx
         try:
-            self._start_workers(device_context=ready is None)
+            self._start_workers()
             if ready is not None:
                 master = ready()
                 if master is None:
@@ -84,12 +84,6 @@ class EvaluationRun:
                 ctx.record.environment.prestarted_workers = True
                 # spent before this evaluation's clock started: not part of its total
                 ctx.record.phases["standby_workers"] = ctx.record.phases.pop("workers")
-                # A standby makes its CUDA contexts only now: waiting, it is outside every evaluation's declared
-                # memory (gpu_holds.py), and on an 80 GB H100 six standbys' contexts left a whole-device
-                # declaration too little (benchmarks/results/pair-start-memory-h100-2026-12-06.md).
-                started = time.monotonic()
-                device_context(ctx)
-                ctx.phase("device_context", started)
             prepare(ctx)
             handover(ctx)
             # The declared memory is held until the workers are gone; the device itself is held shared for
@@ -120,9 +114,8 @@ class EvaluationRun:
         self._speed_of_light()
         return ctx.record
 
-    def _start_workers(self, *, device_context: bool) -> None:
-        """Both worker processes, their clients, and first-use costs paid (torch imported; CUDA contexts made
-        unless `device_context` is off)."""
+    def _start_workers(self) -> None:
+        """Both worker processes, their clients, and first-use costs paid (torch imported, CUDA context made)."""
         ctx = self.ctx
         self.workers.start(ctx.emit)
         assert self.workers.ref is not None and self.workers.cand is not None
@@ -131,7 +124,7 @@ class EvaluationRun:
         env.sandbox = self.workers.sandbox
         env.sandbox_reason = self.workers.sandbox_reason
         env.orchestrator = confinement()  # what this process runs with: capabilities, network (confine.py)
-        connect(ctx, device_context=device_context)
+        connect(ctx)
         env.limits = {"host_memory_bytes": self.workers.memory, **self.workers.limits}
         ctx.phase("workers", ctx.deadline.start)  # part of "start": spawned, torch imported, CUDA context made
 
