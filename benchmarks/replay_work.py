@@ -84,7 +84,10 @@ def row_pieces(row: dict[str, Any], current_policy: bool = True, call_ms: float 
     # memory waited for after a later pair's start, to grow its declaration back (cut for the start since 2026-12-06)
     regrow = {int(s.get("pair") or 0): float(s.get("memory_wait_s") or 0.0) for s in row.get("pair_starts") or []}
     pieces = [Piece("spawn", workers)] if workers else []
-    pieces += [Piece("prep", max(_num(p, "start") - workers, 0.0) + _num(p, "compile"))]
+    # since 2026-12-06 the start's memory admission (gpu_memory_wait_start) is inside "start", before the workers'
+    # CUDA contexts: taken out here and replayed with the other memory waits, before correctness
+    start_wait = _num(p, "gpu_memory_wait_start")
+    pieces += [Piece("prep", max(_num(p, "start") - workers - start_wait, 0.0) + _num(p, "compile"))]
     pieces += [
         Piece("wait", max(_num(p, "gpu_memory_wait") - sum(regrow.values()), 0.0) + before_correctness),
         Piece("correctness", _num(p, "correctness")),

@@ -119,3 +119,45 @@ def test_host_time_tells_a_launch_bound_call_from_a_gpu_bound_one():
 
     assert fractions(many_tiny, small) > 0.5  # host_bound_fraction: pairs
     assert fractions(lambda m: m @ m, big) < 0.2  # one pair
+
+
+def _device_used() -> int:
+    free, total = torch.cuda.mem_get_info()  # the whole device's, every process's (this one's context included)
+    return total - free
+
+
+def test_a_standby_holds_no_device_memory_until_it_has_its_evaluation(tmp_path):
+    """A standby's workers import torch while they wait but make their CUDA contexts only once their evaluation's
+    start is admitted to the device's memory (gpu_holds.py): waiting, they would be outside every declaration."""
+    import time
+
+    from evaluator.runner import discard_standby
+
+    before = _device_used()
+    try:
+        first = run_evaluation(
+            problem_source=(HERE / "problems" / "relu_large.py").read_text(),
+            kernel_source=(HERE / "kernels" / "relu_correct.py").read_text(),
+            device="cuda",
+            timeout=600,
+            work_root=tmp_path / "work",
+            options={"quick": True},
+            prestart=True,
+        )
+        assert first["status"] == "ok", first["error"]
+        time.sleep(15)  # the standby's workers up (torch imported) by now; their contexts would show
+        # two contexts are >= 0.5 GiB each on an H100 or H200
+        assert _device_used() - before < 256 << 20, "a parked standby holds device memory"
+        second = run_evaluation(
+            problem_source=(HERE / "problems" / "relu_large.py").read_text(),
+            kernel_source=(HERE / "kernels" / "relu_correct.py").read_text(),
+            device="cuda",
+            timeout=600,
+            work_root=tmp_path / "work",
+            options={"quick": True},
+            prestart=True,
+        )
+        assert second["status"] == "ok" and second["environment"].get("prestarted_workers") is True
+        assert second["phases"]["device_context"] > 0
+    finally:
+        discard_standby()

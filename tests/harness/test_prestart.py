@@ -55,6 +55,8 @@ def test_the_second_evaluation_uses_the_standby_and_gets_the_same_verdicts(tmp_p
         # where start-up went: the workers' own start is inside "start" only when it was on this evaluation's clock
         assert 0 < first["phases"]["workers"] <= first["phases"]["start"]
         assert "workers" not in third["phases"] and third["phases"]["standby_workers"] > 0
+        # every evaluation's CUDA contexts (none on the CPU) are made once its start is admitted (gpu_holds.py)
+        assert all("device_context" in r["phases"] for r in (first, second, third))
     finally:
         discard_standby()
     assert _parked() == []

@@ -7,6 +7,8 @@ same kernel re-imported in fresh processes, so it only checks that nothing chang
 
 from __future__ import annotations
 
+from typing import Any
+
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.orchestrator.clients import CandidateClient, ReferenceClient
 from evaluator.harness.orchestrator.context import Context
@@ -15,9 +17,10 @@ from evaluator.harness.orchestrator.setup_phase import build_reference, handover
 from evaluator.harness.orchestrator.verdict import integrity
 
 
-def connect(ctx: Context) -> None:
-    """Clients for the pair's two processes, and their first-use costs paid (torch imported, CUDA context made).
-    No kernel code has run in either yet: a failure here is ours, not the kernel's."""
+def connect(ctx: Context, *, device_context: bool = True) -> None:
+    """Clients for the pair's two processes, and their first-use costs paid (torch imported, CUDA contexts made;
+    without `device_context` torch's only: the first pair makes its contexts once its memory is admitted,
+    device_context()). No kernel code has run in either yet: a failure here is ours, not the kernel's."""
     workers = ctx.workers
     assert workers.ref is not None and workers.cand is not None
     ctx.ref = ReferenceClient(workers.ref, ctx.deadline, gate=ctx.gate)
@@ -31,11 +34,22 @@ def connect(ctx: Context) -> None:
         load_s=ctx.opts.load_timeout_s,
         build_s=ctx.opts.load_cold_timeout_s,
     )
-    ctx.ref.warm_up(ctx.device)
+    _warm_up(ctx, ctx.device if device_context else "cpu", meta=True)
+
+
+def device_context(ctx: Context) -> dict[str, Any]:
+    """Both workers' CUDA contexts, for a pair connected without them; what the device is (its UUID and total
+    memory, from the reference worker), or {} off CUDA."""
+    return _warm_up(ctx, ctx.device, meta=False) if ctx.cuda else {}
+
+
+def _warm_up(ctx: Context, device: str, *, meta: bool) -> dict[str, Any]:
+    facts = ctx.ref.warm_up(device, meta=meta)
     try:
-        ctx.cand.warm_up(ctx.device)
+        ctx.cand.warm_up(device)
     except CandidateFailed as exc:
         raise HarnessInfraError(f"candidate worker failed before the kernel was loaded: {exc}") from exc
+    return {k: facts.get(k) for k in ("uuid", "total_memory_bytes") if facts.get(k) is not None}
 
 
 def report_strays(ctx: Context, stray: int) -> None:

@@ -99,8 +99,8 @@ class ReferenceClient:
             raise HarnessInfraError(f"reference {cmd} failed: {reply.get('error', '')}")
         return reply
 
-    def warm_up(self, device: str) -> Reply:
-        return self._ask(Command.WARM_UP, device=device, meta=True)
+    def warm_up(self, device: str, *, meta: bool = True) -> Reply:
+        return self._ask(Command.WARM_UP, device=device, meta=meta)
 
     def setup(self, *, problem_path: str, device: str, init_path: str, gpu_memory_fraction: float) -> Reply:
         return self._ask(

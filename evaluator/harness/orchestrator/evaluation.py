@@ -14,10 +14,11 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from evaluator.harness import seeds
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
-from evaluator.harness.orchestrator.bring_up import connect, report_strays
+from evaluator.harness.orchestrator.bring_up import connect, device_context, report_strays
 from evaluator.harness.orchestrator.clients import Deadline
 from evaluator.harness.orchestrator.context import Context, Emit
 from evaluator.harness.orchestrator.correctness_phase import check_correctness
@@ -84,13 +85,15 @@ class EvaluationRun:
                 ctx.record.environment.prestarted_workers = True
                 # spent before this evaluation's clock started: not part of its total
                 ctx.record.phases["standby_workers"] = ctx.record.phases.pop("workers")
-            prepare(ctx)
-            handover(ctx)
-            # The declared memory is held until the workers are gone; the device itself is held shared for
-            # correctness and profiling, exclusive for the timed loops only (the timing phase takes its own holds).
+            # The declared memory is held until the workers are gone (first what a start holds, admitted before
+            # the workers make their CUDA contexts, then the evaluation's own); the device itself is held shared
+            # for correctness and profiling, exclusive for the timed loops only (the timing phase takes its own).
             with contextlib.ExitStack() as memory:
-                memory.enter_context(self.gpu.memory())
+                memory.enter_context(self.gpu.memory(self._device_context))
                 memory.callback(self._shutdown)
+                prepare(ctx)
+                handover(ctx)
+                self.gpu.declare()
                 try:
                     with self.gpu.hold("shared"):
                         check_correctness(ctx)
@@ -115,7 +118,8 @@ class EvaluationRun:
         return ctx.record
 
     def _start_workers(self) -> None:
-        """Both worker processes, their clients, and first-use costs paid (torch imported, CUDA context made)."""
+        """Both worker processes, their clients, and torch's first-use costs paid; their CUDA contexts are made
+        once the evaluation's start is admitted to the device's memory (GpuHolds.memory)."""
         ctx = self.ctx
         self.workers.start(ctx.emit)
         assert self.workers.ref is not None and self.workers.cand is not None
@@ -124,9 +128,16 @@ class EvaluationRun:
         env.sandbox = self.workers.sandbox
         env.sandbox_reason = self.workers.sandbox_reason
         env.orchestrator = confinement()  # what this process runs with: capabilities, network (confine.py)
-        connect(ctx)
+        connect(ctx, device_context=False)
         env.limits = {"host_memory_bytes": self.workers.memory, **self.workers.limits}
-        ctx.phase("workers", ctx.deadline.start)  # part of "start": spawned, torch imported, CUDA context made
+        ctx.phase("workers", ctx.deadline.start)  # part of "start": spawned, torch imported
+
+    def _device_context(self) -> dict[str, Any]:
+        """The workers' CUDA contexts (phases.device_context), and what the device is (bring_up.device_context)."""
+        started = time.monotonic()
+        facts = device_context(self.ctx)
+        self.ctx.phase("device_context", started)
+        return facts
 
     def _launched_kernels(self) -> None:
         """What ran: one profiled call per side, after the timed calls; CUDA only. A failure here is

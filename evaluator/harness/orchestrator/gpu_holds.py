@@ -19,13 +19,18 @@ accounted in `phases`: `exclusive_s` (held), `exclusive_timing_s` (the timed loo
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 from evaluator.harness.commands import Command
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
-from evaluator.harness.gpu_memory import MemoryLedger, MemoryTimeout
+from evaluator.harness.gpu_memory import Admission, MemoryLedger, MemoryTimeout
 from evaluator.harness.orchestrator.context import Context
 from evaluator.harness.record_parts import GpuHold
 from evaluator.harness.sandbox.cpu_pin import CpuLease, timing_cpus
@@ -82,14 +87,16 @@ class GpuHolds:
         self._ledger: MemoryLedger | None = None  # set while memory is reserved on a shared device
         self._declared = (0, 0)  # (bytes reserved, capacity) while it is
         self.last_growth_wait_s = 0.0  # declaration_cut's wait to grow back
-        self._estimate = (0, 0)  # (the two workers' estimate uncapped, the capacity) once memory() has run
+        self._estimate = (0, 0)  # (the two workers' estimate uncapped, the capacity) once declare() has run
+        self._facts: dict[str, Any] = {}  # the device's UUID and total memory before the reference reports them
+        self._longest_wait_s = -1.0  # the longest memory admission's wait so far (the record names what it was for)
         self.cpu: int | None = None
         self.cpu_why = "not CUDA" if not ctx.cuda else "pin_timing_cpu off"
         self.pinned: dict[str, int] = {}
         self.commands: dict[str, dict[str, int]] = {}  # hold -> worker command -> how many ran under it
 
     def _key(self) -> str:
-        info = self.ctx.info
+        info = self.ctx.info or self._facts
         return str(info.get("uuid") or info.get("device_name") or ("gpu" if self.ctx.cuda else "cpu"))
 
     def _device_lock(self) -> DeviceLock | None:
@@ -187,9 +194,52 @@ class GpuHolds:
             lock.release()
 
     @contextlib.contextmanager
-    def memory(self) -> Iterator[None]:
-        """Hold the evaluation's declared memory on the device until the block ends (its workers gone by then):
-        admitted when it fits beside the other evaluations' declarations (gpu_memory.MemoryLedger)."""
+    def memory(self, make_contexts: Callable[[], dict[str, Any]]) -> Iterator[None]:
+        """Hold the evaluation's memory on the device until the block ends (its workers gone by then). First what a
+        start holds (start_bytes: the two workers' CUDA contexts), admitted beside the other evaluations'
+        declarations (gpu_memory.MemoryLedger) before any worker touches the device; then make_contexts(); declare()
+        grows it to the evaluation's own declaration once the reference has measured its footprint. Made before
+        their admission, the waiting evaluations' contexts were memory no declaration counted: on an 80 GB H100 a
+        whole-device declaration ran out of memory beside 9.3 GiB of them (standby-context-h100-2026-12-06.md).
+        The device's UUID and size come from a file in the lock folder that the first evaluation on the device
+        wrote (they are known only from a context): that first one makes its contexts before its admission."""
+        ctx = self.ctx
+        hold = ctx.record.environment.gpu_hold = GpuHold()  # assigned field by field (a null one is still written)
+        hold.waited_s = 0.0
+        hold.waited_for = "nothing: no memory admission (no lock folder, or no device memory to share)"
+        facts_path = self._facts_path()
+        self._facts = _read_facts(facts_path) if ctx.cuda else {}
+        made = ctx.cuda and not self._facts
+        if made:
+            self._facts = make_contexts()
+            _write_facts(facts_path, self._facts)
+        capacity = self._capacity()
+        hold.capacity_bytes = capacity
+        if not capacity or not ctx.opts.gpu_lock_dir:
+            if not made:
+                make_contexts()
+            yield
+            return
+        ledger = MemoryLedger(ctx.opts.gpu_lock_dir, self._key())
+        try:
+            with ledger.reserve(
+                self.start_bytes(), capacity, ctx.deadline.at + 3600, ctx.opts.gpu_memory_patience_s
+            ) as admission:
+                self._admitted(admission, "gpu_memory_wait_start")
+                self._ledger, self._declared = ledger, (admission.reserved_bytes, capacity)
+                try:
+                    if not made:
+                        make_contexts()
+                    yield
+                finally:
+                    self._ledger = None
+        except MemoryTimeout as exc:
+            raise HarnessInfraError(str(exc)) from exc
+
+    def declare(self) -> None:
+        """Grow the start's declaration to the evaluation's own (reservation_bytes, from the footprint the reference
+        measured) once it fits beside the others; never held back by the patience rule (MemoryLedger.resize says
+        why), while its own waiting holds later arrivals back once overdue."""
         ctx = self.ctx
         capacity = self._capacity()
         counts = ctx.counts or {}
@@ -204,30 +254,31 @@ class GpuHolds:
         reserved = min(need, capacity or 0)
         if capacity and ctx.footprint is not None:  # an unknown size is not an estimate that exceeds the device
             self._estimate = (need, capacity)
-        # assigned field by field: a null one is still written (record_fields._Part.__setattr__)
-        hold = ctx.record.environment.gpu_hold = GpuHold()
+        hold = ctx.record.environment.gpu_hold
+        assert hold is not None, "declare() outside memory()"
         hold.reserved_bytes = reserved if capacity else None
-        hold.capacity_bytes = capacity
         hold.footprint_bytes = ctx.footprint
-        hold.waited_s = 0.0
-        hold.waited_for = "nothing: no memory admission (no lock folder, or no device memory to share)"
-        if not capacity or not ctx.opts.gpu_lock_dir:
-            yield
+        if ctx.cuda and ctx.info.get("uuid") and ctx.info.get("uuid") != self._facts.get("uuid"):
+            _write_facts(self._facts_path(), {k: ctx.info.get(k) for k in FACTS})  # a stale file: right it
+        if self._ledger is None:
             return
-        ledger = MemoryLedger(ctx.opts.gpu_lock_dir, self._key())
-        patience = ctx.opts.gpu_memory_patience_s
         try:
-            with ledger.reserve(reserved, capacity, ctx.deadline.at + 3600, patience) as admission:
-                hold.waited_s = admission.waited_s
-                hold.waited_for = admission.describe()
-                self._waited("gpu_memory_wait", admission.waited_s)
-                self._ledger, self._declared = ledger, (reserved, capacity)
-                try:
-                    yield
-                finally:
-                    self._ledger = None
+            admission = self._ledger.resize(reserved, self._declared[1], ctx.deadline.at + 3600)
         except MemoryTimeout as exc:
             raise HarnessInfraError(str(exc)) from exc
+        self._declared = (reserved, self._declared[1])
+        self._admitted(admission)
+
+    def _admitted(self, admission: Admission, phase: str = "") -> None:
+        """An admission's wait, in the record: `environment.gpu_hold` says what the longest one waited for."""
+        hold = self.ctx.record.environment.gpu_hold
+        assert hold is not None
+        if admission.waited_s > self._longest_wait_s:
+            hold.waited_for, self._longest_wait_s = admission.describe(), admission.waited_s
+        hold.waited_s = round((hold.waited_s or 0.0) + admission.waited_s, 3)
+        self._waited("gpu_memory_wait", admission.waited_s)
+        if phase:
+            self.ctx.record.phases[phase] = admission.waited_s
 
     @contextlib.contextmanager
     def declaration_cut(self) -> Iterator[None]:
@@ -292,8 +343,15 @@ class GpuHolds:
         opts = self.ctx.opts
         if opts.gpu_memory_budget_mb > 0:
             return int(opts.gpu_memory_budget_mb * 2**20)
-        total = self.ctx.info.get("total_memory_bytes") if self.ctx.cuda else None
+        total = (self.ctx.info or self._facts).get("total_memory_bytes") if self.ctx.cuda else None
         return int(total * opts.gpu_memory_budget_fraction) if total else None
+
+    def _facts_path(self) -> Path | None:
+        """Where the device's facts are kept, per CUDA_VISIBLE_DEVICES (what the workers' cuda:0 is): in the lock
+        folder, which the orchestrators share and no kernel reaches."""
+        folder = self.ctx.opts.gpu_lock_dir
+        visible = re.sub(r"[^A-Za-z0-9_.,-]", "_", os.environ.get("CUDA_VISIBLE_DEVICES", "all"))[:100]
+        return Path(folder) / f"device-{visible}.json" if folder and self.ctx.cuda else None
 
     def _waited(self, phase: str, seconds: float) -> None:
         """Time queued for the GPU: moves the deadline, and is recorded in `phases`."""
@@ -320,3 +378,28 @@ class GpuHolds:
         if env.gpu_hold is None:
             env.gpu_hold = GpuHold()
         env.gpu_hold.commands = self.commands
+
+
+FACTS = ("uuid", "total_memory_bytes")
+
+
+def _read_facts(path: Path | None) -> dict[str, Any]:
+    """The device's facts as an earlier evaluation wrote them; {} when there are none or they do not parse."""
+    try:
+        facts = json.loads(path.read_text()) if path else {}
+    except (OSError, ValueError):
+        return {}
+    ok = isinstance(facts, dict) and isinstance(facts.get("uuid"), str)
+    ok = ok and isinstance(facts.get("total_memory_bytes"), int) and facts["total_memory_bytes"] > 0
+    return {k: facts[k] for k in FACTS} if ok else {}
+
+
+def _write_facts(path: Path | None, facts: dict[str, Any]) -> None:
+    """Written whole or not at all (a temporary file renamed over it); a failure only costs the next evaluation
+    its contexts made before admission."""
+    if path is None or not facts.get("uuid"):
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    with contextlib.suppress(OSError):
+        tmp.write_text(json.dumps({k: facts.get(k) for k in FACTS}))
+        os.replace(tmp, path)

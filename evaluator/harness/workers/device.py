@@ -12,15 +12,19 @@ import torch
 
 
 def warm_up(msg: dict[str, Any]) -> dict[str, Any]:
-    """Pay first-use costs before any problem or kernel is known (a standby worker pays them while it waits): the
-    CUDA context and, with `meta`, torch's meta-device registrations (about 0.75 s on first use, for the footprint)."""
+    """Pay first-use costs before any problem or kernel is known: the CUDA context (on a "cuda" device: what it is,
+    for the orchestrator's memory ledger) and, with `meta`, torch's meta-device registrations (about 0.75 s on first
+    use, for the footprint)."""
+    reply: dict[str, Any] = {}
     if str(msg["device"]).startswith("cuda"):
         torch.cuda.set_device(0)
         torch.zeros(1, device="cuda")
+        props = torch.cuda.get_device_properties(0)
+        reply = {"uuid": str(getattr(props, "uuid", "")) or None, "total_memory_bytes": int(props.total_memory)}
     if msg.get("meta"):
         with torch.device("meta"):
             torch.nn.Linear(2, 2)(torch.empty(1, 2))
-    return {}
+    return reply
 
 
 def set_precision(tf32: bool) -> None:
