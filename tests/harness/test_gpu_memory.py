@@ -410,7 +410,7 @@ def test_no_worker_touches_the_device_before_its_start_is_admitted(tmp_path):
     first = _cuda_run(tmp_path, "first")
     with first.gpu.memory(contexts("first")):  # nothing known yet: contexts first, then the admission
         assert made == [("first", 0)]
-        assert first.ctx.record.environment.gpu_hold.capacity_bytes == capacity
+        assert first.gpu._capacity() == capacity  # from the facts its contexts reported
     assert json.loads((tmp_path / "locks" / "device-all.json").read_text()) == facts
     whole = MemoryLedger(tmp_path / "locks", "GPU-test")
     got = threading.Event()
@@ -450,7 +450,7 @@ def test_a_start_grows_to_the_evaluations_declaration_once_it_fits(tmp_path):
     thread.start()
     time.sleep(0.2)
     with run.gpu.memory(dict):  # the start (1.5 GiB) fits at once
-        assert run.ctx.record.environment.gpu_hold.waited_s == 0 and not released.is_set()
+        assert run.ctx.record.phases["gpu_memory_wait_start"] == 0 and not released.is_set()
         run.gpu.declare()  # the evaluation's own (about 2 GiB) waits for the other to end
         assert released.is_set()
         hold = run.ctx.record.environment.gpu_hold

@@ -90,6 +90,7 @@ class GpuHolds:
         self._estimate = (0, 0)  # (the two workers' estimate uncapped, the capacity) once declare() has run
         self._facts: dict[str, Any] = {}  # the device's UUID and total memory before the reference reports them
         self._longest_wait_s = -1.0  # the longest memory admission's wait so far (the record names what it was for)
+        self._memory_wait = (0.0, "nothing: no memory admission (no lock folder, or no device memory to share)")
         self.cpu: int | None = None
         self.cpu_why = "not CUDA" if not ctx.cuda else "pin_timing_cpu off"
         self.pinned: dict[str, int] = {}
@@ -204,9 +205,6 @@ class GpuHolds:
         The device's UUID and size come from a file in the lock folder that the first evaluation on the device
         wrote (they are known only from a context): that first one makes its contexts before its admission."""
         ctx = self.ctx
-        hold = ctx.record.environment.gpu_hold = GpuHold()  # assigned field by field (a null one is still written)
-        hold.waited_s = 0.0
-        hold.waited_for = "nothing: no memory admission (no lock folder, or no device memory to share)"
         facts_path = self._facts_path()
         self._facts = _read_facts(facts_path) if ctx.cuda else {}
         made = ctx.cuda and not self._facts
@@ -214,7 +212,6 @@ class GpuHolds:
             self._facts = make_contexts()
             _write_facts(facts_path, self._facts)
         capacity = self._capacity()
-        hold.capacity_bytes = capacity
         if not capacity or not ctx.opts.gpu_lock_dir:
             if not made:
                 make_contexts()
@@ -254,28 +251,28 @@ class GpuHolds:
         reserved = min(need, capacity or 0)
         if capacity and ctx.footprint is not None:  # an unknown size is not an estimate that exceeds the device
             self._estimate = (need, capacity)
-        hold = ctx.record.environment.gpu_hold
-        assert hold is not None, "declare() outside memory()"
-        hold.reserved_bytes = reserved if capacity else None
-        hold.footprint_bytes = ctx.footprint
         if ctx.cuda and ctx.info.get("uuid") and ctx.info.get("uuid") != self._facts.get("uuid"):
             _write_facts(self._facts_path(), {k: ctx.info.get(k) for k in FACTS})  # a stale file: right it
-        if self._ledger is None:
-            return
-        try:
-            admission = self._ledger.resize(reserved, self._declared[1], ctx.deadline.at + 3600)
-        except MemoryTimeout as exc:
-            raise HarnessInfraError(str(exc)) from exc
-        self._declared = (reserved, self._declared[1])
-        self._admitted(admission)
+        if self._ledger is not None:
+            try:
+                self._admitted(self._ledger.resize(reserved, self._declared[1], ctx.deadline.at + 3600))
+            except MemoryTimeout as exc:
+                raise HarnessInfraError(str(exc)) from exc
+            self._declared = (reserved, self._declared[1])
+        # assigned field by field: a null one is still written (record_fields._Part.__setattr__)
+        hold = ctx.record.environment.gpu_hold = GpuHold()
+        hold.reserved_bytes = reserved if capacity else None
+        hold.capacity_bytes = capacity
+        hold.footprint_bytes = ctx.footprint
+        hold.waited_s, hold.waited_for = self._memory_wait
 
     def _admitted(self, admission: Admission, phase: str = "") -> None:
-        """An admission's wait, in the record: `environment.gpu_hold` says what the longest one waited for."""
-        hold = self.ctx.record.environment.gpu_hold
-        assert hold is not None
-        if admission.waited_s > self._longest_wait_s:
-            hold.waited_for, self._longest_wait_s = admission.describe(), admission.waited_s
-        hold.waited_s = round((hold.waited_s or 0.0) + admission.waited_s, 3)
+        """An admission's wait, for the record: declare() writes the waits' sum and what the longest one waited for
+        (`environment.gpu_hold`)."""
+        waited, why = self._memory_wait
+        if admission.waited_s > self._longest_wait_s or why.startswith("nothing"):
+            why, self._longest_wait_s = admission.describe(), admission.waited_s
+        self._memory_wait = (round(waited + admission.waited_s, 3), why)
         self._waited("gpu_memory_wait", admission.waited_s)
         if phase:
             self.ctx.record.phases[phase] = admission.waited_s
