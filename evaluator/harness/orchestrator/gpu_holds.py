@@ -1,5 +1,5 @@
-"""What one evaluation holds of its GPU, phase by phase: memory for as long as its workers live (admitted by the
-declared footprint, gpu_memory.py), the device shared for correctness, set-up, re-checks and profiling, and the
+"""What one evaluation holds of its GPU, phase by phase: memory from before its workers touch the device until they
+are gone (what a start holds, then the declared footprint: gpu_memory.py), the device shared for correctness, set-up, re-checks and profiling, and the
 device exclusive for its timed loops only (gpu_lock.py). stdlib only, like the orchestrator.
 
 The shared hold is taken one worker command at a time (command(), around each request the clients send): between
