@@ -133,9 +133,8 @@ def test_a_standby_holds_no_device_memory_until_it_has_its_evaluation(tmp_path):
 
     from evaluator.runner import discard_standby
 
-    before = _device_used()
-    try:
-        first = run_evaluation(
+    def evaluate() -> dict:
+        return run_evaluation(
             problem_source=(HERE / "problems" / "relu_large.py").read_text(),
             kernel_source=(HERE / "kernels" / "relu_correct.py").read_text(),
             device="cuda",
@@ -144,19 +143,15 @@ def test_a_standby_holds_no_device_memory_until_it_has_its_evaluation(tmp_path):
             options={"quick": True},
             prestart=True,
         )
+
+    before = _device_used()
+    try:
+        first = evaluate()
         assert first["status"] == "ok", first["error"]
         time.sleep(15)  # the standby's workers up (torch imported) by now; their contexts would show
         # two contexts are >= 0.5 GiB each on an H100 or H200
         assert _device_used() - before < 256 << 20, "a parked standby holds device memory"
-        second = run_evaluation(
-            problem_source=(HERE / "problems" / "relu_large.py").read_text(),
-            kernel_source=(HERE / "kernels" / "relu_correct.py").read_text(),
-            device="cuda",
-            timeout=600,
-            work_root=tmp_path / "work",
-            options={"quick": True},
-            prestart=True,
-        )
+        second = evaluate()
         assert second["status"] == "ok" and second["environment"].get("prestarted_workers") is True
         assert second["phases"]["device_context"] > 0
     finally:
