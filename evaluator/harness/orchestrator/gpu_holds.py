@@ -1,6 +1,7 @@
 """What one evaluation holds of its GPU, phase by phase: memory from before its workers touch the device until they
-are gone (what a start holds, then the declared footprint: gpu_memory.py), the device shared for correctness, set-up, re-checks and profiling, and the
-device exclusive for its timed loops only (gpu_lock.py). stdlib only, like the orchestrator.
+are gone (what a start holds, then the declared footprint: gpu_memory.py), the device shared for correctness,
+set-up, re-checks and profiling, and the device exclusive for its timed loops only (gpu_lock.py). stdlib only, like
+the orchestrator.
 
 The shared hold is taken one worker command at a time (command(), around each request the clients send): between
 commands the orchestrator reads, compares and decides on the CPU, and a timer queued meanwhile waits for one
@@ -270,7 +271,7 @@ class GpuHolds:
         """An admission's wait, for the record: declare() writes the waits' sum and what the longest one waited for
         (`environment.gpu_hold`)."""
         waited, why = self._memory_wait
-        if admission.waited_s > self._longest_wait_s or why.startswith("nothing"):
+        if admission.waited_s > self._longest_wait_s:
             why, self._longest_wait_s = admission.describe(), admission.waited_s
         self._memory_wait = (round(waited + admission.waited_s, 3), why)
         self._waited("gpu_memory_wait", admission.waited_s)
