@@ -20,18 +20,15 @@ accounted in `phases`: `exclusive_s` (held), `exclusive_timing_s` (the timed loo
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import re
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 from evaluator.harness.commands import Command
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
 from evaluator.harness.gpu_memory import Admission, MemoryLedger, MemoryTimeout
+from evaluator.harness.orchestrator import device_facts
 from evaluator.harness.orchestrator.context import Context
 from evaluator.harness.record_parts import GpuHold
 from evaluator.harness.sandbox.cpu_pin import CpuLease, timing_cpus
@@ -206,12 +203,12 @@ class GpuHolds:
         The device's UUID and size come from a file in the lock folder that the first evaluation on the device
         wrote (they are known only from a context): that first one makes its contexts before its admission."""
         ctx = self.ctx
-        facts_path = self._facts_path()
-        self._facts = _read_facts(facts_path) if ctx.cuda else {}
+        facts_path = device_facts.path(ctx.opts.gpu_lock_dir) if ctx.cuda else None
+        self._facts = device_facts.read(facts_path)
         made = ctx.cuda and not self._facts
         if made:
             self._facts = make_contexts()
-            _write_facts(facts_path, self._facts)
+            device_facts.write(facts_path, self._facts)
         capacity = self._capacity()
         if not capacity or not ctx.opts.gpu_lock_dir:
             if not made:
@@ -252,8 +249,8 @@ class GpuHolds:
         reserved = min(need, capacity or 0)
         if capacity and ctx.footprint is not None:  # an unknown size is not an estimate that exceeds the device
             self._estimate = (need, capacity)
-        if ctx.cuda and ctx.info.get("uuid") and ctx.info.get("uuid") != self._facts.get("uuid"):
-            _write_facts(self._facts_path(), {k: ctx.info.get(k) for k in FACTS})  # a stale file: right it
+        if ctx.cuda and ctx.info.get("uuid") and ctx.info.get("uuid") != self._facts.get("uuid"):  # a stale file
+            device_facts.write(device_facts.path(ctx.opts.gpu_lock_dir), ctx.info)
         if self._ledger is not None:
             try:
                 self._admitted(self._ledger.resize(reserved, self._declared[1], ctx.deadline.at + 3600))
@@ -344,13 +341,6 @@ class GpuHolds:
         total = (self.ctx.info or self._facts).get("total_memory_bytes") if self.ctx.cuda else None
         return int(total * opts.gpu_memory_budget_fraction) if total else None
 
-    def _facts_path(self) -> Path | None:
-        """Where the device's facts are kept, per CUDA_VISIBLE_DEVICES (what the workers' cuda:0 is): in the lock
-        folder, which the orchestrators share and no kernel reaches."""
-        folder = self.ctx.opts.gpu_lock_dir
-        visible = re.sub(r"[^A-Za-z0-9_.,-]", "_", os.environ.get("CUDA_VISIBLE_DEVICES", "all"))[:100]
-        return Path(folder) / f"device-{visible}.json" if folder and self.ctx.cuda else None
-
     def _waited(self, phase: str, seconds: float) -> None:
         """Time queued for the GPU: moves the deadline, and is recorded in `phases`."""
         ctx = self.ctx
@@ -376,28 +366,3 @@ class GpuHolds:
         if env.gpu_hold is None:
             env.gpu_hold = GpuHold()
         env.gpu_hold.commands = self.commands
-
-
-FACTS = ("uuid", "total_memory_bytes")
-
-
-def _read_facts(path: Path | None) -> dict[str, Any]:
-    """The device's facts as an earlier evaluation wrote them; {} when there are none or they do not parse."""
-    try:
-        facts = json.loads(path.read_text()) if path else {}
-    except (OSError, ValueError):
-        return {}
-    ok = isinstance(facts, dict) and isinstance(facts.get("uuid"), str)
-    ok = ok and isinstance(facts.get("total_memory_bytes"), int) and facts["total_memory_bytes"] > 0
-    return {k: facts[k] for k in FACTS} if ok else {}
-
-
-def _write_facts(path: Path | None, facts: dict[str, Any]) -> None:
-    """Written whole or not at all (a temporary file renamed over it); a failure only costs the next evaluation
-    its contexts made before admission."""
-    if path is None or not facts.get("uuid"):
-        return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    with contextlib.suppress(OSError):
-        tmp.write_text(json.dumps({k: facts.get(k) for k in FACTS}))
-        os.replace(tmp, path)
