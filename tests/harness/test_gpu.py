@@ -22,7 +22,7 @@ BENCH = HERE.parents[1] / "benchmarks"
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 
 
-def _run(tmp_path: Path, problem: str, kernel: str, **options) -> dict:
+def _run(tmp_path: Path, problem: str, kernel: str, prestart: bool = False, **options) -> dict:
     record = run_evaluation(
         problem_source=(HERE / "problems" / problem).read_text(),
         kernel_source=Path(kernel).read_text() if "/" in kernel else (HERE / "kernels" / kernel).read_text(),
@@ -31,6 +31,7 @@ def _run(tmp_path: Path, problem: str, kernel: str, **options) -> dict:
         work_root=tmp_path / "work",
         compile_cache_dir=tmp_path / "cache",
         options={"quick": True, **options},
+        prestart=prestart,
     )
     validate_result(record)
     return record
@@ -134,15 +135,7 @@ def test_a_standby_holds_no_device_memory_until_it_has_its_evaluation(tmp_path):
     from evaluator.runner import discard_standby
 
     def evaluate() -> dict:
-        return run_evaluation(
-            problem_source=(HERE / "problems" / "relu_large.py").read_text(),
-            kernel_source=(HERE / "kernels" / "relu_correct.py").read_text(),
-            device="cuda",
-            timeout=600,
-            work_root=tmp_path / "work",
-            options={"quick": True},
-            prestart=True,
-        )
+        return _run(tmp_path, "relu_large.py", "relu_correct.py", prestart=True)
 
     before = _device_used()
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
+from evaluator.harness.orchestrator import device_facts
 from evaluator.harness.orchestrator.clients import CandidateClient, ReferenceClient
 from evaluator.harness.orchestrator.context import Context
 from evaluator.harness.orchestrator.correctness_phase import randomise
@@ -49,7 +50,7 @@ def _warm_up(ctx: Context, device: str, *, meta: bool) -> dict[str, Any]:
         ctx.cand.warm_up(device)
     except CandidateFailed as exc:
         raise HarnessInfraError(f"candidate worker failed before the kernel was loaded: {exc}") from exc
-    return {k: facts.get(k) for k in ("uuid", "total_memory_bytes") if facts.get(k) is not None}
+    return {k: facts[k] for k in device_facts.FACTS if facts.get(k) is not None}
 
 
 def report_strays(ctx: Context, stray: int) -> None:

@@ -1,6 +1,7 @@
 """What a GPU is (its UUID and total memory), kept in the lock folder by the first evaluation that made a CUDA context
 on it, so that the others are admitted to its memory before any of their workers touches it (gpu_holds.memory).
-The lock folder is the orchestrators' alone: no kernel reaches it. stdlib only, like the orchestrator."""
+The lock folder is the orchestrators' alone (no kernel reaches it), and still the file is opened by descriptor and
+never through a link, like the lock files beside it (gpu_lock.open_lock_file). stdlib only, like the orchestrator."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,8 +25,11 @@ def path(lock_dir: str) -> Path | None:
 
 def read(file: Path | None) -> dict[str, Any]:
     """The device's facts as an earlier evaluation wrote them; {} when there are none or they do not parse."""
+    if file is None:
+        return {}
     try:
-        facts = json.loads(file.read_text()) if file else {}
+        with os.fdopen(os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)) as handle:
+            facts = json.loads(handle.read(4096))
     except (OSError, ValueError):
         return {}
     ok = isinstance(facts, dict) and isinstance(facts.get("uuid"), str)
@@ -33,11 +38,17 @@ def read(file: Path | None) -> dict[str, Any]:
 
 
 def write(file: Path | None, facts: Mapping[str, Any]) -> None:
-    """Written whole or not at all (a temporary file renamed over it); a failure only costs the next evaluation
-    its contexts made before its admission."""
+    """Written whole or not at all (a new temporary file renamed over it, readable by the orchestrators of every
+    uid); a failure only costs the next evaluation its contexts made before its admission."""
     if file is None or not facts.get("uuid"):
         return
-    tmp = file.with_name(f".{file.name}.{os.getpid()}")
-    with contextlib.suppress(OSError):
-        tmp.write_text(json.dumps({k: facts.get(k) for k in FACTS}))
+    tmp = file.with_name(f".{file.name}.{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w") as handle:
+            os.fchmod(fd, 0o644)  # whatever the umask
+            handle.write(json.dumps({k: facts.get(k) for k in FACTS}))
         os.replace(tmp, file)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
