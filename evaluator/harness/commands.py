@@ -24,6 +24,7 @@ class Command(StrEnum):
     LAUNCHED_KERNELS = "launched_kernels"  # the device kernels of one call, by torch.profiler (profiling.py)
     EXIT = "exit"  # handled by the command loop itself (command_loop.py), never by a handler
     # the reference worker
+    SURVEY = "survey"  # the problem loaded and counted on the meta device, before any CUDA context
     SETUP = "setup"
     MAKE_TRIAL = "make_trial"
     COMPARE = "compare"
@@ -49,6 +50,7 @@ class Command(StrEnum):
 REFERENCE_COMMANDS = frozenset(
     {
         Command.WARM_UP,
+        Command.SURVEY,
         Command.SETUP,
         Command.MAKE_TRIAL,
         Command.COMPARE,

@@ -115,3 +115,41 @@ def test_the_device_facts_are_never_read_or_written_through_a_planted_link(tmp_p
     assert not file.is_symlink() and device_facts.read(file) == {"uuid": "GPU-y", "total_memory_bytes": 2**31}
     assert oct(file.stat().st_mode & 0o777) == oct(0o644)  # readable by every uid's orchestrator
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
+
+
+def test_the_start_declares_the_references_parameters_counted_before_the_device_is_touched(evaluate, tmp_path):
+    """The reference worker counts the problem on the meta device (setup_phase.survey) before the evaluation asks
+    for memory, so what a start declares (start_bytes) holds the model's parameters as well as the contexts: left
+    out, an evaluation waiting to grow held its reference's parameters outside every declaration. Then the
+    evaluation's own declaration. Watched in the ledger from another thread, on the CPU (no contexts)."""
+    from evaluator.harness.orchestrator.gpu_holds import start_bytes
+    from evaluator.harness.workers.flops import count_namespace
+    from evaluator.harness.workers.inputs import load_problem
+    from tests.harness.conftest import source
+
+    ns = load_problem(source("problem", "linear_bn_large"))
+    counts = count_namespace(ns)
+    assert counts is not None and counts["param_bytes"] > 8 * MB  # a 4096 x 512 Linear
+    locks = tmp_path / "locks"
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        ledger = MemoryLedger(locks, "cpu")
+        while not stop.is_set():
+            if locks.exists():
+                held = ledger.others()[1]
+                if held and (not seen or seen[-1] != held):
+                    seen.append(held)
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        record = evaluate("linear_bn_large", "linear_bn_correct", gpu_lock_dir=str(locks), gpu_memory_budget_mb=4096)
+    finally:
+        stop.set()
+        watcher.join()
+    assert record["status"] == "ok", record["error"]
+    declared = record["environment"]["gpu_hold"]["reserved_bytes"]
+    assert seen[:2] == [start_bytes(counts["param_bytes"], cuda=False), declared], (seen, declared)

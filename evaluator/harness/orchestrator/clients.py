@@ -102,6 +102,9 @@ class ReferenceClient:
     def warm_up(self, device: str, *, meta: bool = True) -> Reply:
         return self._ask(Command.WARM_UP, device=device, meta=meta)
 
+    def survey(self, *, problem_path: str, init_path: str) -> Reply:
+        return self._ask(Command.SURVEY, problem_path=problem_path, init_path=init_path)
+
     def setup(self, *, problem_path: str, device: str, init_path: str, gpu_memory_fraction: float) -> Reply:
         return self._ask(
             Command.SETUP,

@@ -26,7 +26,7 @@ from evaluator.harness.orchestrator.gpu_holds import GpuHolds
 from evaluator.harness.orchestrator.launched import copy_trace
 from evaluator.harness.orchestrator.launched import report as launched_report
 from evaluator.harness.orchestrator.roofline import speed_of_light
-from evaluator.harness.orchestrator.setup_phase import handover, prepare
+from evaluator.harness.orchestrator.setup_phase import handover, prepare, survey
 from evaluator.harness.orchestrator.timing_phase import run_timing
 from evaluator.harness.orchestrator.verdict import environment, integrity, record_failure, should_time, verdict
 from evaluator.harness.protocol import LaunchedKernels, Options, Record, Spec, SpeedOfLight, part
@@ -85,9 +85,11 @@ class EvaluationRun:
                 ctx.record.environment.prestarted_workers = True
                 # spent before this evaluation's clock started: not part of its total
                 ctx.record.phases["standby_workers"] = ctx.record.phases.pop("workers")
-            # The declared memory is held until the workers are gone (first what a start holds, admitted before
-            # the workers make their CUDA contexts, then the evaluation's own); the device itself is held shared
-            # for correctness and profiling, exclusive for the timed loops only (the timing phase takes its own).
+            # The declared memory is held until the workers are gone (first what a start holds: contexts and the
+            # parameters survey() counted on the meta device, admitted before the workers touch the GPU; then the
+            # evaluation's own); the device itself is held shared for correctness and profiling, exclusive for
+            # the timed loops only (the timing phase takes its own).
+            survey(ctx)
             with contextlib.ExitStack() as memory:
                 memory.enter_context(self.gpu.memory(self._device_context))
                 memory.callback(self._shutdown)

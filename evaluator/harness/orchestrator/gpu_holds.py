@@ -195,9 +195,10 @@ class GpuHolds:
     @contextlib.contextmanager
     def memory(self, make_contexts: Callable[[], dict[str, Any]]) -> Iterator[None]:
         """Hold the evaluation's memory on the device until the block ends (its workers gone by then). First what a
-        start holds (start_bytes: the two workers' CUDA contexts), admitted beside the other evaluations'
-        declarations (gpu_memory.MemoryLedger) before any worker touches the device; then make_contexts(); declare()
-        grows it to the evaluation's own declaration once the reference has measured its footprint. Made before
+        start holds (start_bytes: the two workers' CUDA contexts and the reference's parameters, counted on the meta
+        device by setup_phase.survey()), admitted beside the other evaluations' declarations (gpu_memory.MemoryLedger)
+        before any worker touches the device; then make_contexts(); declare() grows it to the evaluation's own
+        declaration once the kernel is built (a cold compile holds only the start). Made before
         their admission, the waiting evaluations' contexts were memory no declaration counted: on an 80 GB H100 a
         whole-device declaration ran out of memory beside 9.3 GiB of them (standby-context-h100-2026-12-06.md).
         The device's UUID and size come from a file in the lock folder that the first evaluation on the device
@@ -232,8 +233,8 @@ class GpuHolds:
             raise HarnessInfraError(str(exc)) from exc
 
     def declare(self) -> None:
-        """Grow the start's declaration to the evaluation's own (reservation_bytes, from the footprint the reference
-        measured) once it fits beside the others; never held back by the patience rule (MemoryLedger.resize says
+        """Grow the start's declaration to the evaluation's own (reservation_bytes, from the footprint survey()
+        counted) once it fits beside the others; never held back by the patience rule (MemoryLedger.resize says
         why), while its own waiting holds later arrivals back once overdue."""
         ctx = self.ctx
         capacity = self._capacity()

@@ -23,13 +23,22 @@ from evaluator.harness.orchestrator.verdict import integrity
 from evaluator.harness.sandbox.namespaces import BUILD_DIR
 
 
-def prepare(ctx: Context) -> None:
-    """Copy the problem and kernel into the workers' folders, build the reference, compile and import the kernel."""
-    f = ctx.folders
-    problem = f.ref / "problem.py"
+def survey(ctx: Context) -> None:
+    """Copy the problem into the reference worker's folder and have it counted on the meta device: the footprint
+    and the parameters' size the evaluation's memory is admitted by (gpu_holds.py), known before any worker touches
+    the GPU."""
+    problem = ctx.folders.ref / "problem.py"
     shutil.copyfile(ctx.spec.problem_path, problem)
     # What was evaluated, named in the record: a reproduction checks it against the problem it runs (reproduce.py).
     ctx.record.environment.problem_sha256 = hashlib.sha256(problem.read_bytes()).hexdigest()
+    surveyed = ctx.ref.survey(problem_path=str(problem), init_path=str(ctx.folders.init_file))
+    ctx.footprint, ctx.counts = surveyed.get("footprint_bytes"), surveyed.get("counts")
+
+
+def prepare(ctx: Context) -> None:
+    """Copy the kernel into the hand-over folder, build the reference on the device, compile and import the
+    kernel (the problem was copied and counted by survey())."""
+    f = ctx.folders
     # The kernel's file goes into the hand-over folder (ours, read-only to the kernel), never into its own folder:
     # nothing of ours is written where the kernel could have planted a link.
     shutil.copyfile(ctx.spec.kernel_path, f.kernel_file)

@@ -40,6 +40,8 @@ class Reference:
 
     def __init__(self) -> None:
         self.ns: dict[str, Any] = {}
+        self.init: list[Any] = []
+        self.surveyed: dict[str, Any] = {}  # survey()'s reply: setup() gives it again
         self.model: torch.nn.Module | None = None
         self.device = "cpu"
         self.refs: dict[str, torch.Tensor] = {}
@@ -58,24 +60,28 @@ class Reference:
 
     # --- setup and correctness -------------------------------------------------------------------------------
 
+    def survey(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The problem loaded, its init inputs saved, and one forward counted on the meta device (flops.py: FLOPs
+        and bytes for the speed of light, the parameters and footprint the memory declaration needs), all before
+        this worker touches the GPU: the evaluation's memory is admitted from these figures."""
+        self.ns = load_problem(Path(msg["problem_path"]).read_text())
+        self.init = list(self.ns["get_init_inputs"]())
+        torch.save(self.init, msg["init_path"])
+        counts = count_namespace(self.ns, self.init)
+        footprint = None if counts is None else counts["input_bytes"] + counts["output_bytes"]
+        self.surveyed = {"footprint_bytes": footprint, "counts": counts}
+        return self.surveyed
+
     def setup(self, msg: dict[str, Any]) -> dict[str, Any]:
         self.device = msg["device"]
         if self.device.startswith("cuda"):
             torch.cuda.set_device(0)
             torch.cuda.set_per_process_memory_fraction(float(msg["gpu_memory_fraction"]))
-        self.ns = load_problem(Path(msg["problem_path"]).read_text())
-        init = list(self.ns["get_init_inputs"]())
-        torch.save(init, msg["init_path"])
-        self.model = self._build(init)
+        if not self.surveyed:  # a later pair's fresh worker
+            self.survey(msg)
+        self.model = self._build(self.init)
         set_precision(False)
-        counts = count_namespace(self.ns, init)  # FLOPs and bytes for the speed of light (flops.py, roofline.py)
-        footprint = None if counts is None else counts["input_bytes"] + counts["output_bytes"]
-        return {
-            "info": device_info(self.device),
-            "flags": precision_flags(),
-            "footprint_bytes": footprint,
-            "counts": counts,
-        }
+        return {"info": device_info(self.device), "flags": precision_flags(), **self.surveyed}
 
     def _build(self, init: list[Any]) -> torch.nn.Module:
         torch.manual_seed(42)  # KernelBench convention: seed 42 before each construction
@@ -369,6 +375,7 @@ def main() -> None:
     serve(
         {
             Command.WARM_UP: warm_up,
+            Command.SURVEY: state.survey,
             Command.SETUP: state.setup,
             Command.MAKE_TRIAL: state.make_trial,
             Command.COMPARE: state.compare,
