@@ -66,6 +66,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="held",
         help="a later pair's start with the declaration held whole (the rows') or cut to what it holds, grown back",
     )
+    parser.add_argument(
+        "--first-memory",
+        choices=["after_build", "start", "before_build"],
+        default="after_build",
+        help="the first admission: the declaration once the reference is built (the rows'), a start's grown after "
+        "the build, or the declaration before the build (today's)",
+    )
     parser.add_argument("--first", type=int, nargs="*", default=[46, 100, 200, 250], help="when the first N ended")
     parser.add_argument("--markdown", action="store_true", help="with --check: one Markdown row (replay.md)")
 
@@ -147,6 +154,9 @@ def what_if(args: argparse.Namespace, policy: Policy, source: rb.Source) -> int:
     items = rb.bundle_items(args.only, args.limit, args.repeats)
     jobs, from_rows = rb.make_jobs(items, source)
     old = replace(policy, exclusive="timing", alone_above_mb=1024.0, capacity=None, shared_holds="phase")
+    today = replace(
+        policy, placement_pairs=2, memory_patience_s=60.0, pair_start_memory="cut", first_memory="before_build"
+    )
     variants: list[tuple[str, Policy, list[Any]]] = [
         (f"as given ({policy.slots} slots, prestart {policy.prestart})", policy, jobs),
         *((f"{n} slots", replace(policy, slots=n), jobs) for n in (4, 6, 12, 16) if n != policy.slots),
@@ -162,15 +172,17 @@ def what_if(args: argparse.Namespace, policy: Policy, source: rb.Source) -> int:
             jobs,
         ),
         (
-            "today's defaults: those, and the declaration cut for later pairs' starts",
+            "the declaration cut for later pairs' starts too (12-06 midday)",
             replace(policy, placement_pairs=2, memory_patience_s=60.0, pair_start_memory="cut"),
             jobs,
         ),
         (
-            "today's defaults on 2 GPUs",
-            replace(policy, placement_pairs=2, memory_patience_s=60.0, pair_start_memory="cut", gpus=2),
+            "those, and a start admitted before the workers touch the device, grown after the build (12-06 afternoon)",
+            replace(today, first_memory="start"),
             jobs,
         ),
+        ("today's defaults: those, the whole declaration admitted before the workers touch the device", today, jobs),
+        ("today's defaults on 2 GPUs", replace(today, gpus=2), jobs),
         ("the old rule: > 1 GB alone, the timing phase exclusive, phase-long shared holds, no ledger", old, jobs),
         (
             f"shared commands drained in a third of the time ({policy.drain_s / 3:.1f} s)",

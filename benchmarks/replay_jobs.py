@@ -294,6 +294,7 @@ def build_policy(args: argparse.Namespace) -> Policy:
         placement_pairs=args.placement_pairs,
         memory_patience_s=args.memory_patience,
         pair_start_memory=args.pair_start_memory,
+        first_memory=args.first_memory,
     )
 
 
@@ -318,7 +319,9 @@ def with_placement_pairs(job: Job, policy: Policy) -> Job:
 def scaled(jobs: list[Job], policy: Policy) -> list[Job]:
     """The policy's work scales: the correctness phase, the timed loops of evaluations with several pairs, and the
     placement pairs of those with one; with policy.pair_start_memory "cut", each later pair's start between a cut
-    of the evaluation's declaration and its growth back."""
+    of the evaluation's declaration and its growth back; with policy.first_memory "start", what a start holds
+    admitted before building the reference (its admission after it then grows the declaration), "before_build":
+    the admission moved before building the reference."""
     out = []
     for job in jobs:
         several = job.pairs > 1
@@ -333,6 +336,10 @@ def scaled(jobs: list[Job], policy: Policy) -> list[Job]:
                 segments += [Segment("cut"), scaled_seg, Segment("admit")]  # admitted again: grown back
             else:
                 segments.append(scaled_seg)
+        if policy.first_memory == "start":
+            segments.insert(0, Segment("admit_start"))
+        elif policy.first_memory == "before_build":
+            segments.insert(0, segments.pop(next(i for i, s in enumerate(segments) if s.role == "admit")))
         out.append(replace(job, segments=segments))
     return out
 

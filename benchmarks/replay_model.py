@@ -10,7 +10,7 @@ CPU_ROLES = frozenset({"spawn", "prep", "pair_start", "shutdown", "compile"})
 SHARED_ROLES = frozenset({"correctness", "setup", "recheck", "checks", "profile"})
 LOOP_ROLES = frozenset({"loop", "loop_other"})
 TIMING_ROLES = frozenset({"setup", "loop", "loop_other", "recheck", "checks"})
-MARKERS = frozenset({"admit", "release", "cut"})
+MARKERS = frozenset({"admit_start", "admit", "release", "cut"})
 EPS = 1e-9
 # The GPU's capacity for shared work, in GPUs (without MPS, contexts of different processes take turns); the host's
 # for start-ups and other host work, in start-ups at full speed; the seconds a timer granted the device waits for
@@ -98,6 +98,12 @@ class Policy:
     # A later pair's start with the evaluation's declaration "held" whole (every run before 2026-12-06) or "cut" to
     # what the start holds and grown back after it once it fits (gpu_holds.declaration_cut; never held back).
     pair_start_memory: str = "held"
+    # The first pair's admission: "after_build", the declaration admitted once the reference is built (every run
+    # before 2026-12-06 afternoon); "start", what a start holds (start_bytes) admitted before the workers touch the
+    # device and grown to the declaration after the build (12-06 afternoon: two whole-device evaluations whose
+    # starts were both admitted waited for each other); "before_build", the whole declaration admitted before the
+    # workers touch the device (gpu_holds.memory since).
+    first_memory: str = "after_build"
     standby_s: float = 10.0  # a standby harness's start-up work (replay_work sets the rows' median)
     # A timer granted the device first waits for the shared commands in flight to end, the turnstile closed to new
     # ones meanwhile: the GPU serves neither (gpu_lock.py).

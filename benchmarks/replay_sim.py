@@ -13,7 +13,8 @@ from a GPU run's rows). The policy decides how each role holds the GPU:
   keeps the demand there, so one runs at 1 / (1 - g + g s): a GPU-bound correctness phase four at once takes four
   times as long (measured: L1/68, 6 s alone, 25 s four at once), a host-bound one hardly longer;
 - exclusive roles (the timed loops; under the older rules more) are served one at a time, first come first served.
-Memory is admitted by declaration before correctness and held until the workers are gone; a declaration that does
+Memory is admitted by declaration before correctness (Policy.first_memory "start": what a start holds first, before
+building the reference, then grown to the declaration) and held until the workers are gone; a declaration that does
 not fit waits until it does (or until the device is empty), and others that fit may pass it, as they do polling
 the ledger. Between events every rate is constant, so the simulation advances from one event to the next exactly.
 """
@@ -108,7 +109,7 @@ class Simulation:
                 return
             seg = run.job.segments[run.index]
             mode = self.p.mode(run.job, seg.role)
-            if seg.role == "admit":
+            if seg.role in ("admit_start", "admit"):
                 # an admitted run growing back after a cut is not held back: it holds a place the waiters need
                 held_back = not run.memory and self._held_back(gpu, self.t)
                 if self.p.capacity is None or (self._fits(gpu, run) and not held_back):
@@ -146,11 +147,17 @@ class Simulation:
         declaration was cut grows back under the same rule."""
         assert self.p.capacity is not None
         others = gpu.admitted - (1 if run.memory else 0)
-        return others == 0 or gpu.held - run.holding + self._declared(run.job) <= self.p.capacity
+        return others == 0 or gpu.held - run.holding + self._wanted(run) <= self.p.capacity
 
     def _declared(self, job: Job) -> int:
         assert self.p.capacity is not None
         return min(job.declared, self.p.capacity)
+
+    def _wanted(self, run: _Run) -> int:
+        """What the run's admission at its current marker asks for: a start's bytes, or its whole declaration."""
+        whole = self._declared(run.job)
+        at_start = 0 <= run.index < len(run.job.segments) and run.job.segments[run.index].role == "admit_start"
+        return min(run.job.start_bytes, whole) if at_start else whole
 
     def _held_back(self, gpu: _Gpu, since: float) -> bool:
         """Does a waiter that began to wait before `since` wait longer than the ledger's patience (gpu_memory.py:
@@ -158,9 +165,10 @@ class Simulation:
         return any(w.waiting_since < since and self.t - w.waiting_since > self.p.memory_patience_s for w in gpu.waiting)
 
     def _admit(self, gpu: _Gpu, run: _Run) -> None:
-        """Count the run's whole declaration (a first admission, or growing back after a cut)."""
+        """Count what the run asks for (a start's bytes; its whole declaration: a first admission, growing after
+        its start, or growing back after a cut)."""
         if self.p.capacity is not None:
-            want = self._declared(run.job)
+            want = self._wanted(run)
             gpu.held += want - run.holding
             gpu.admitted += 0 if run.memory else 1
             run.memory, run.holding = True, want

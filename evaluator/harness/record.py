@@ -162,7 +162,7 @@ PHASE_NAMES = frozenset(
         "workers",
         "standby_workers",
         "device_context",  # the workers' CUDA contexts, made once the start's memory is admitted (gpu_holds.py)
-        "gpu_memory_wait_start",  # of gpu_memory_wait, the start's admission (before device_context)
+        "gpu_memory_wait_start",  # of gpu_memory_wait, the declaration's admission (before device_context)
         "compile",
         "compile_import",
         "correctness",

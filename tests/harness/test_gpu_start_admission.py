@@ -13,6 +13,7 @@ import time
 from evaluator.harness.gpu_memory import MemoryLedger
 from evaluator.harness.orchestrator import device_facts
 from evaluator.harness.orchestrator.gpu_holds import reservation_bytes
+from evaluator.harness.protocol import Options
 
 MB = 1 << 20
 
@@ -68,36 +69,40 @@ def test_no_worker_touches_the_device_before_its_start_is_admitted(tmp_path):
     assert got.is_set() and made[1] == ("second", 1)  # made once admitted: its own start is the 1 declaration
 
 
-def test_a_start_grows_to_the_evaluations_declaration_once_it_fits(tmp_path):
-    """declare(): the start's declaration (two CUDA contexts) grows to the evaluation's own once the reference has
-    measured its footprint, waiting while that does not fit; the record says what it waited for."""
+def test_the_whole_declaration_is_admitted_before_the_contexts_and_waits_while_it_does_not_fit(tmp_path):
+    """memory(): the evaluation's own declaration (from the footprint and peak survey() counted on the meta device)
+    is what is admitted, before any context is made, waiting while it does not fit beside another evaluation; the
+    record says what it waited for."""
     (tmp_path / "locks").mkdir()
     facts = {"uuid": "GPU-t", "total_memory_bytes": 64 * 2**30}
     (tmp_path / "locks" / "device-all.json").write_text(json.dumps(facts))
     capacity = int(0.9 * facts["total_memory_bytes"])
-    run = _cuda_run(tmp_path, "grows")
+    run = _cuda_run(tmp_path, "admitted")
     run.ctx.footprint, run.ctx.counts = 50 * MB, {"peak_bytes": 50 * MB}
     other = MemoryLedger(tmp_path / "locks", "GPU-t")
     released = threading.Event()
+    made = []
 
     def other_evaluation() -> None:  # holds all but 1.6 GiB for a second
         with other.reserve(capacity - int(1.6 * 2**30), capacity, time.monotonic() + 10):
             time.sleep(1.0)
-        released.set()
+            released.set()
 
     thread = threading.Thread(target=other_evaluation)
     thread.start()
     time.sleep(0.2)
-    with run.gpu.memory(dict):  # the start (1.5 GiB) fits at once
-        assert run.ctx.record.phases["gpu_memory_wait_start"] == 0 and not released.is_set()
-        run.gpu.declare()  # the evaluation's own (about 2 GiB) waits for the other to end
-        assert released.is_set()
+    expected = reservation_bytes(footprint=50 * MB, peak_bytes=50 * MB, input_sets=run.ctx.opts.input_sets,
+                                 capacity=capacity, cuda=True)  # fmt: skip
+    assert expected > int(1.6 * 2**30)  # two contexts alone would have fitted at once
+    with run.gpu.memory(lambda: made.append(released.is_set()) or {}):  # about 2 GiB: waits for the other
+        assert made == [True] and MemoryLedger(tmp_path / "locks", "GPU-t").others() == (1, expected)
+        run.gpu.declare()
         hold = run.ctx.record.environment.gpu_hold
-        expected = reservation_bytes(footprint=50 * MB, peak_bytes=50 * MB, input_sets=run.ctx.opts.input_sets,
-                                     capacity=capacity, cuda=True)  # fmt: skip
-        assert hold.reserved_bytes == expected and MemoryLedger(tmp_path / "locks", "GPU-t").others() == (1, expected)
+        assert hold.reserved_bytes == expected
         assert hold.waited_s >= 0.5 and "1 other evaluations held 56.0 of 57.6 GiB" in hold.waited_for, hold.waited_for
-        assert run.ctx.record.phases["gpu_memory_wait"] == hold.waited_s
+        assert (
+            run.ctx.record.phases["gpu_memory_wait"] == run.ctx.record.phases["gpu_memory_wait_start"] == hold.waited_s
+        )
     thread.join()
 
 
@@ -117,18 +122,17 @@ def test_the_device_facts_are_never_read_or_written_through_a_planted_link(tmp_p
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
 
 
-def test_the_start_declares_the_references_parameters_counted_before_the_device_is_touched(evaluate, tmp_path):
+def test_the_first_declaration_is_counted_before_the_device_is_touched(evaluate, tmp_path):
     """The reference worker counts the problem on the meta device (setup_phase.survey) before the evaluation asks
-    for memory, so what a start declares (start_bytes) holds the model's parameters as well as the contexts: left
-    out, an evaluation waiting to grow held its reference's parameters outside every declaration. Then the
-    evaluation's own declaration. Watched in the ledger from another thread, on the CPU (no contexts)."""
-    from evaluator.harness.orchestrator.gpu_holds import start_bytes
+    for memory, so its first reservation in the ledger is already its whole declaration (the model's parameters, a
+    forward's peak, the timing sets): admitted as a start of two contexts and grown later, an evaluation waiting to
+    grow held its reference's parameters outside every declaration, and two whole-device evaluations whose starts
+    were both admitted each waited for the other. Watched in the ledger from another thread, on the CPU."""
     from evaluator.harness.workers.flops import count_namespace
     from evaluator.harness.workers.inputs import load_problem
     from tests.harness.conftest import source
 
-    ns = load_problem(source("problem", "linear_bn_large"))
-    counts = count_namespace(ns)
+    counts = count_namespace(load_problem(source("problem", "linear_bn_large")))
     assert counts is not None and counts["param_bytes"] > 8 * MB  # a 4096 x 512 Linear
     locks = tmp_path / "locks"
     seen: list[int] = []
@@ -151,5 +155,34 @@ def test_the_start_declares_the_references_parameters_counted_before_the_device_
         stop.set()
         watcher.join()
     assert record["status"] == "ok", record["error"]
-    declared = record["environment"]["gpu_hold"]["reserved_bytes"]
-    assert seen[:2] == [start_bytes(counts["param_bytes"], cuda=False), declared], (seen, declared)
+    declared = reservation_bytes(footprint=counts["input_bytes"] + counts["output_bytes"],
+                                 peak_bytes=counts["peak_bytes"], input_sets=Options.build({"quick": True}).input_sets,
+                                 capacity=4096 * MB, cuda=False)  # fmt: skip
+    assert record["environment"]["gpu_hold"]["reserved_bytes"] == declared
+    assert seen == [declared], (seen, declared)
+
+
+def test_two_evaluations_that_each_need_the_whole_device_both_run(evaluate, tmp_path):
+    """Two whole-device declarations arriving while a third evaluation holds half the device: once it ends, one is
+    admitted and the other waits for it, then runs. Admitted as starts first and grown to the whole device later,
+    both starts got in beside the third and each then waited for the other to leave, until the runner's backstop
+    killed both: the replay of the full bundle found it (29 timeouts)."""
+    locks = tmp_path / "locks"
+    options = {"gpu_lock_dir": str(locks), "gpu_memory_budget_mb": 1024, "gpu_memory_reserve_mb": 1024}
+    records: dict[str, dict] = {}
+
+    def one(name: str) -> None:
+        records[name] = evaluate("linear_bn_large", "linear_bn_correct", timeout=90, **options)
+
+    threads = [threading.Thread(target=one, args=(name,)) for name in ("a", "b")]
+    ledger = MemoryLedger(locks, "cpu")
+    with ledger.reserve(512 * MB, 1024 * MB, time.monotonic() + 5):
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 60
+        while ledger.waiting() < 2 and time.monotonic() < deadline:  # both arrived and wait for memory
+            time.sleep(0.01)
+        assert ledger.waiting() == 2
+    for thread in threads:
+        thread.join()
+    assert [records[n]["status"] for n in ("a", "b")] == ["ok", "ok"], [records[n]["error"] for n in ("a", "b")]

@@ -283,3 +283,46 @@ def test_a_cut_declaration_grows_back_past_a_whole_device_waiter_that_waits_for_
     assert [o.status for o in outcomes] == ["ok", "ok"]
     a, w = outcomes
     assert a.end is not None and w.start is not None and w.end is not None and w.end > a.end
+
+
+def test_a_start_admitted_first_waits_before_building_its_reference_and_holds_nothing_meanwhile() -> None:
+    """Policy.first_memory "start" (gpu_holds.memory since 12-06): what a start holds is admitted before the workers
+    touch the device, so an evaluation that arrives while a whole-device declaration runs waits before building its
+    reference (holding nothing), where with the whole declaration admitted after the build it built first. Then it
+    grows to its declaration. The device's declarations never pass its capacity."""
+    from benchmarks.replay_jobs import scaled
+
+    whole = Job(
+        "C", "whole", 100 * GIB, 60 * GIB, 1.0, [Segment("admit"), Segment("correctness", 10.0), Segment("release")]
+    )
+    late = [Segment("prep", 5.0), Segment("admit"), Segment("correctness", 2.0), Segment("release")]
+    jobs = [whole, Job("D", "big", 10 * GIB, GIB, 1.0, late, start_bytes=GIB)]
+    ends = {}
+    for how in ("after_build", "start"):
+        policy = Policy(slots=2, prestart=False, capacity=100 * GIB, first_memory=how)
+        trace: list[Any] = []
+        outcomes, _ = simulate(scaled(jobs, policy), policy, trace)
+        assert [o.status for o in outcomes] == ["ok", "ok"]
+        ends[how] = {o.key: o.end for o in outcomes}
+        memory = [(held, admitted) for what, _, _, held, admitted in trace if what == "memory"]
+        assert all(held <= 100 * GIB for held, _ in memory)
+        assert ((GIB, 1) in memory) == (how == "start")  # D's start alone, once C has gone, then its declaration
+    assert ends["start"]["C"] == ends["after_build"]["C"]
+    assert abs(ends["start"]["D"] - (ends["after_build"]["D"] + 5.0)) < 0.01  # its 5 s build waited too
+
+
+def test_two_whole_device_evaluations_deadlock_as_starts_grown_later_and_run_admitted_whole() -> None:
+    """Both starts admitted beside each other, each whole-device declaration then waits for the other to leave:
+    neither moves until killed. Admitted whole before the build (today), the second waits for the first and runs."""
+    from benchmarks.replay_jobs import scaled
+
+    def job(key: str) -> Job:
+        segments = [Segment("prep", 2.0), Segment("admit"), Segment("correctness", 5.0), Segment("release")]
+        return Job(key, "whole", 100 * GIB, 60 * GIB, 1.0, segments, start_bytes=GIB)
+
+    statuses = {}
+    for how in ("start", "before_build"):
+        policy = Policy(slots=2, prestart=False, capacity=100 * GIB, timeout=60.0, first_memory=how)
+        outcomes, _ = simulate(scaled([job("A"), job("B")], policy), policy)
+        statuses[how] = [o.status for o in outcomes]
+    assert statuses == {"start": ["timeout", "timeout"], "before_build": ["ok", "ok"]}

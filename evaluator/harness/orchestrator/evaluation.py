@@ -85,10 +85,9 @@ class EvaluationRun:
                 ctx.record.environment.prestarted_workers = True
                 # spent before this evaluation's clock started: not part of its total
                 ctx.record.phases["standby_workers"] = ctx.record.phases.pop("workers")
-            # The declared memory is held until the workers are gone (first what a start holds: contexts and the
-            # parameters survey() counted on the meta device, admitted before the workers touch the GPU; then the
-            # evaluation's own); the device itself is held shared for correctness and profiling, exclusive for
-            # the timed loops only (the timing phase takes its own).
+            # The declared memory (from what survey() counted on the meta device) is admitted before the workers
+            # touch the GPU and held until they are gone; the device itself is held shared for correctness and
+            # profiling, exclusive for the timed loops only (the timing phase takes its own).
             survey(ctx)
             with contextlib.ExitStack() as memory:
                 memory.enter_context(self.gpu.memory(self._device_context))

@@ -1,5 +1,5 @@
 """What one evaluation holds of its GPU, phase by phase: memory from before its workers touch the device until they
-are gone (what a start holds, then the declared footprint: gpu_memory.py), the device shared for correctness,
+are gone (its declared footprint: gpu_memory.py), the device shared for correctness,
 set-up, re-checks and profiling, and the device exclusive for its timed loops only (gpu_lock.py). stdlib only, like
 the orchestrator.
 
@@ -194,15 +194,16 @@ class GpuHolds:
 
     @contextlib.contextmanager
     def memory(self, make_contexts: Callable[[], dict[str, Any]]) -> Iterator[None]:
-        """Hold the evaluation's memory on the device until the block ends (its workers gone by then). First what a
-        start holds (start_bytes: the two workers' CUDA contexts and the reference's parameters, counted on the meta
-        device by setup_phase.survey()), admitted beside the other evaluations' declarations (gpu_memory.MemoryLedger)
-        before any worker touches the device; then make_contexts(); declare() grows it to the evaluation's own
-        declaration once the kernel is built (a cold compile holds only the start). Made before
-        their admission, the waiting evaluations' contexts were memory no declaration counted: on an 80 GB H100 a
-        whole-device declaration ran out of memory beside 9.3 GiB of them (standby-context-h100-2026-12-06.md).
-        The device's UUID and size come from a file in the lock folder that the first evaluation on the device
-        wrote (they are known only from a context): that first one makes its contexts before its admission."""
+        """Hold the evaluation's memory on the device until the block ends (its workers gone by then): its whole
+        declaration (reservation_bytes, from what setup_phase.survey() counted on the meta device), admitted beside
+        the other evaluations' declarations (gpu_memory.MemoryLedger) before any worker touches the device; then
+        make_contexts(). Made before their admission, waiting evaluations' contexts were memory no declaration
+        counted: on an 80 GB H100 a whole-device declaration ran out of memory beside 9.3 GiB of them
+        (standby-context-h100-2026-12-06.md). Admitted whole, not as a start grown later: two whole-device
+        evaluations whose starts were both admitted each waited for the other to leave (the replay found it: 29
+        timeouts in the full bundle, replay.md). The device's UUID and size come from a file in the lock folder
+        that the first evaluation on the device wrote (they are known only from a context): that first one makes
+        its contexts before its admission."""
         ctx = self.ctx
         facts_path = device_facts.path(ctx.opts.gpu_lock_dir) if ctx.cuda else None
         self._facts = device_facts.read(facts_path)
@@ -219,7 +220,7 @@ class GpuHolds:
         ledger = MemoryLedger(ctx.opts.gpu_lock_dir, self._key())
         try:
             with ledger.reserve(
-                self.start_bytes(), capacity, ctx.deadline.at + 3600, ctx.opts.gpu_memory_patience_s
+                min(self._need(), capacity), capacity, ctx.deadline.at + 3600, ctx.opts.gpu_memory_patience_s
             ) as admission:
                 self._admitted(admission, "gpu_memory_wait_start")
                 self._ledger, self._declared = ledger, (admission.reserved_bytes, capacity)
@@ -232,35 +233,31 @@ class GpuHolds:
         except MemoryTimeout as exc:
             raise HarnessInfraError(str(exc)) from exc
 
-    def declare(self) -> None:
-        """Grow the start's declaration to the evaluation's own (reservation_bytes, from the footprint survey()
-        counted) once it fits beside the others; never held back by the patience rule (MemoryLedger.resize says
-        why), while its own waiting holds later arrivals back once overdue."""
+    def _need(self) -> int:
+        """The two workers' declaration before the device caps it (reservation_bytes)."""
         ctx = self.ctx
-        capacity = self._capacity()
-        counts = ctx.counts or {}
-        need = reservation_bytes(  # uncapped: the declaration is this capped at the capacity
+        return reservation_bytes(
             footprint=ctx.footprint,
-            peak_bytes=int(counts.get("peak_bytes") or 0),
+            peak_bytes=int((ctx.counts or {}).get("peak_bytes") or 0),
             input_sets=ctx.opts.input_sets,
             capacity=UNCAPPED,
             cuda=ctx.cuda,
             declared_mb=ctx.opts.gpu_memory_reserve_mb,
         )
-        reserved = min(need, capacity or 0)
+
+    def declare(self) -> None:
+        """The declaration in the record (`environment.gpu_hold`: what was reserved, of what, for which footprint,
+        and the admissions' waits), once the reference has reported the device; a stale device-facts file righted."""
+        ctx = self.ctx
+        capacity = self._capacity()
+        need = self._need()
         if capacity and ctx.footprint is not None:  # an unknown size is not an estimate that exceeds the device
             self._estimate = (need, capacity)
         if ctx.cuda and ctx.info.get("uuid") and ctx.info.get("uuid") != self._facts.get("uuid"):  # a stale file
             device_facts.write(device_facts.path(ctx.opts.gpu_lock_dir), ctx.info)
-        if self._ledger is not None:
-            try:
-                self._admitted(self._ledger.resize(reserved, self._declared[1], ctx.deadline.at + 3600))
-            except MemoryTimeout as exc:
-                raise HarnessInfraError(str(exc)) from exc
-            self._declared = (reserved, self._declared[1])
         # assigned field by field: a null one is still written (record_fields._Part.__setattr__)
         hold = ctx.record.environment.gpu_hold = GpuHold()
-        hold.reserved_bytes = reserved if capacity else None
+        hold.reserved_bytes = min(need, capacity) if capacity else None
         hold.capacity_bytes = capacity
         hold.footprint_bytes = ctx.footprint
         hold.waited_s, hold.waited_for = self._memory_wait
