@@ -146,11 +146,18 @@ class MemoryLedger:
             return len(self._live("w-"))
 
     @contextlib.contextmanager
-    def reserve(self, nbytes: int, capacity: int, deadline: float, patience_s: float = math.inf) -> Iterator[Admission]:
+    def reserve(
+        self,
+        nbytes: int,
+        capacity: int,
+        deadline: float,
+        patience_s: float = math.inf,
+        on_wait: Callable[[], None] | None = None,
+    ) -> Iterator[Admission]:
         """Hold `nbytes` of the device's `capacity` until the block ends, waiting until it fits beside the others
         (a reservation larger than the capacity waits until it is alone, then runs) and no evaluation that began to
-        wait before it has waited longer than `patience_s` (math.inf: never held back). MemoryTimeout past
-        `deadline`. Inside the block, resize() changes what it holds."""
+        wait before it has waited longer than `patience_s` (math.inf: never held back). on_wait() is called once if
+        it has to wait. MemoryTimeout past `deadline`. Inside the block, resize() changes what it holds."""
         path = self.folder / f"r-{os.getpid()}-{secrets.token_hex(6)}"
         fd: int | None = None
 
@@ -161,7 +168,7 @@ class MemoryLedger:
             os.write(fd, str(nbytes).encode())
 
         try:
-            admission = self._when_fits(nbytes, capacity, deadline, patience_s, create, resizing=False)
+            admission = self._when_fits(nbytes, capacity, deadline, patience_s, create, False, on_wait)
             self._mine_fd, self._mine_bytes = fd, admission.reserved_bytes
             yield admission
         finally:
@@ -171,7 +178,9 @@ class MemoryLedger:
                     path.unlink()
                 os.close(fd)
 
-    def resize(self, nbytes: int, capacity: int, deadline: float) -> Admission:
+    def resize(
+        self, nbytes: int, capacity: int, deadline: float, on_wait: Callable[[], None] | None = None
+    ) -> Admission:
         """Change what the reservation reserve() holds declares: less at once; more once it fits beside the others,
         the reservation kept meanwhile, so an evaluation that gives most of its memory back for a while is never
         counted as gone. Growing is never held back by the patience rule: an evaluation already admitted holds a
@@ -191,7 +200,7 @@ class MemoryLedger:
                 rewrite(nbytes)
             self._mine_bytes = nbytes
             return Admission(reserved_bytes=nbytes, capacity_bytes=int(capacity))
-        admission = self._when_fits(nbytes, capacity, deadline, math.inf, rewrite, resizing=True)
+        admission = self._when_fits(nbytes, capacity, deadline, math.inf, rewrite, True, on_wait)
         self._mine_bytes = nbytes
         return admission
 
@@ -203,6 +212,7 @@ class MemoryLedger:
         patience_s: float,
         grant: Callable[[int], None],
         resizing: bool,
+        on_wait: Callable[[], None] | None,
     ) -> Admission:
         """Wait until `nbytes` fits beside the other reservations (`resizing`: this ledger's own left out) and none
         that began to wait before it is overdue, then call grant(nbytes) under the ledger."""
@@ -230,6 +240,8 @@ class MemoryLedger:
                         waiter = open_lock_file(waiting)
                         fcntl.flock(waiter, fcntl.LOCK_EX)
                         os.write(waiter, f"{arrived:.3f}".encode())
+                        if on_wait is not None:
+                            on_wait()
                 now = time.monotonic()
                 if held_back_since is not None:
                     admission.held_back_s += now - held_back_since

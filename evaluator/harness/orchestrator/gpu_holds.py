@@ -220,7 +220,11 @@ class GpuHolds:
         ledger = MemoryLedger(ctx.opts.gpu_lock_dir, self._key())
         try:
             with ledger.reserve(
-                min(self._need(), capacity), capacity, ctx.deadline.at + 3600, ctx.opts.gpu_memory_patience_s
+                min(self._need(), capacity),
+                capacity,
+                ctx.deadline.at + 3600,
+                ctx.opts.gpu_memory_patience_s,
+                self._waiting_for_memory,
             ) as admission:
                 self._admitted(admission, "gpu_memory_wait_start")
                 self._ledger, self._declared = ledger, (admission.reserved_bytes, capacity)
@@ -291,7 +295,7 @@ class GpuHolds:
         self._ledger.resize(min(reserved, self.start_bytes()), capacity, self.ctx.deadline.at)  # less: at once
         yield
         try:  # never held back by the patience rule (MemoryLedger.resize says why)
-            admission = self._ledger.resize(reserved, capacity, self.ctx.deadline.at + 3600)
+            admission = self._ledger.resize(reserved, capacity, self.ctx.deadline.at + 3600, self._waiting_for_memory)
         except MemoryTimeout as exc:
             raise HarnessInfraError(str(exc)) from exc
         self._waited("gpu_memory_wait", admission.waited_s)
@@ -338,6 +342,12 @@ class GpuHolds:
             return int(opts.gpu_memory_budget_mb * 2**20)
         total = (self.ctx.info or self._facts).get("total_memory_bytes") if self.ctx.cuda else None
         return int(total * opts.gpu_memory_budget_fraction) if total else None
+
+    def _waiting_for_memory(self) -> None:
+        """A memory admission has begun to wait: the runner's backstop stops counting until it ends (its
+        `gpu_memory_wait` event), so an honest kernel queued behind other evaluations is never killed as a
+        timeout (runner.py)."""
+        self.ctx.emit({"event": "gpu_memory_waiting"})
 
     def _waited(self, phase: str, seconds: float) -> None:
         """Time queued for the GPU: moves the deadline, and is recorded in `phases`."""
