@@ -214,6 +214,9 @@ class Run:
             "sandbox": (record.get("environment") or {}).get("sandbox"),
             "handover": (record.get("environment") or {}).get("output_handover"),
             "compile_cache": (record.get("environment") or {}).get("compile_cache"),
+            # what it declared and waited for in the memory ledger, and one forward's peak on each side
+            "gpu_hold": (record.get("environment") or {}).get("gpu_hold"),
+            "memory": record.get("memory"),
             "wall_s": record["_wall_s"],
             "queued_s": round(queued_s, 2),
             "ended_at_s": round(self.elapsed(), 2),
