@@ -7,6 +7,7 @@ record says beside how many, from the memory ledger (never from a worker)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from pathlib import Path
@@ -112,3 +113,62 @@ def test_a_later_pair_starts_with_its_declaration_cut_and_waits_to_grow_it_back(
     assert record["phases"]["gpu_memory_wait"] >= start["memory_wait_s"]
     assert record["phases"]["pair_2_start"] < start["memory_wait_s"] + start["seconds"]
     assert len(record["timing"]["pairs"]) == 2
+
+
+def _live_workers() -> set[int]:
+    """The worker processes (and the sandbox's wrappers of the candidate) of this Python environment alive now
+    (zombies left out): their command line names a worker module and this environment's interpreter (the launcher
+    serves several runs of the suite at once)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+            if b"harness.workers." in cmdline and sys.prefix.encode() in cmdline:
+                if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    found.add(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_later_pair_cuts_its_declaration_only_once_the_old_pair_is_gone(evaluate, tmp_path):
+    """The old pair's workers hold the evaluation's whole footprint on the device until they exit: cut before,
+    the ledger let another evaluation in beside memory they still held (on an H100 a neighbour's kernel ran out of
+    memory, classed crowded out). Watched from another thread: when the declaration drops, the first pair's
+    workers have ended."""
+    locks = tmp_path / "locks"
+    options = _beside_options(locks)
+    first_pair: set[int] = set()
+    at_cut: list[set[int]] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        ledger = MemoryLedger(locks, "cpu")
+        while not stop.is_set() and not at_cut:
+            held = ledger.others()[1] if locks.exists() else 0
+            if held == 60 * MB and not first_pair:  # the neighbour's 40 and the evaluation's 20
+                first_pair.update(_live_workers())
+            elif first_pair and held == 40 * MB:  # cut to a start's (nothing on the CPU): are they still there?
+                at_cut.append({pid for pid in first_pair if _alive(pid)})
+            time.sleep(0.0005)
+
+    with MemoryLedger(locks, "cpu").reserve(40 * MB, 100 * MB, time.monotonic() + 5):
+        locks.mkdir(exist_ok=True)
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            record = evaluate("relu", "relu_correct", **options)
+        finally:
+            stop.set()
+            watcher.join()
+    assert record["status"] == "ok", record["error"]
+    assert len(record["timing"]["pairs"]) == 2
+    assert first_pair and at_cut, (first_pair, at_cut)
+    assert not at_cut[0], "the declaration was cut while the old pair's workers still ran"

@@ -60,12 +60,18 @@ def report_strays(ctx: Context, stray: int) -> None:
         ctx.record.set_check("process_containment", False, detail)
 
 
-def fresh_pair(ctx: Context) -> None:
-    """Replace both workers by fresh processes and bring them to where timing starts: the reference re-created
-    (seed 42, then the same randomised parameters), the kernel re-imported in a fresh sandboxed worker (its build
-    reused), the output hand-over chosen again. The old candidate's integrity report is read first."""
+def end_pair(ctx: Context) -> None:
+    """The old candidate's integrity report read, then both workers ended and reaped (their device memory free
+    once this returns: only then may the evaluation's declaration be cut, gpu_holds.declaration_cut)."""
     integrity(ctx, "before its process pair was replaced")
-    report_strays(ctx, ctx.workers.respawn(ctx.emit))
+    report_strays(ctx, ctx.workers.end_pair())
+
+
+def fresh_pair(ctx: Context) -> None:
+    """Fresh processes in place of the pair end_pair() ended, brought to where timing starts: the reference
+    re-created (seed 42, then the same randomised parameters), the kernel re-imported in a fresh sandboxed worker
+    (its build reused), the output hand-over chosen again."""
+    ctx.workers.spawn_pair(ctx.emit)
     connect(ctx)
     build_reference(ctx)
     import_kernel(ctx)

@@ -19,7 +19,7 @@ import statistics
 import time
 from typing import Any
 
-from evaluator.harness.orchestrator.bring_up import fresh_pair
+from evaluator.harness.orchestrator.bring_up import end_pair, fresh_pair
 from evaluator.harness.orchestrator.context import Context
 from evaluator.harness.orchestrator.gpu_holds import GpuHolds
 from evaluator.harness.orchestrator.pair_policy import (
@@ -77,12 +77,15 @@ def run_timing(ctx: Context, holds: GpuHolds) -> None:
             skipped = f"{wanted - len(pairs)} more process pairs skipped: under half the evaluation's time left"
             break
         step = time.monotonic()
-        # Nothing of the GPU held while the old pair ends and the new one starts, and the declaration cut to what a
-        # start holds: grown back after the block (that wait is gpu_memory_wait's, not the start's).
-        with holds.hold("none") as held, holds.declaration_cut():
-            fresh_pair(ctx)
-            seconds = round(time.monotonic() - step, 3)
-            ctx.phase(f"pair_{len(pairs) + 1}_start", step)
+        # Nothing of the GPU held while the old pair ends and the new one starts; once the old pair is gone (and
+        # its device memory with it: cut before, another evaluation was admitted into memory the old workers still
+        # held), the declaration cut to what a start holds, grown back after (gpu_memory_wait's, not the start's).
+        with holds.hold("none") as held:
+            end_pair(ctx)
+            with holds.declaration_cut():
+                fresh_pair(ctx)
+                seconds = round(time.monotonic() - step, 3)
+                ctx.phase(f"pair_{len(pairs) + 1}_start", step)
         starts.append(
             {"pair": len(pairs) + 1, "seconds": seconds, "gpu_hold": held, "memory_wait_s": holds.last_growth_wait_s}
         )

@@ -155,13 +155,16 @@ class Workers:
         assert self.setup is not None and self.ref is not None
         return CandidateCpu(self.setup.launcher_pid, exclude=(self.ref.pid, os.getpid()))
 
-    def respawn(self, emit: Callable[[dict[str, Any]], None]) -> int:
-        """A fresh pair of worker processes in place of the running one (the timing phase's next process pair):
-        the old pair is ended and reaped with whatever the kernel left running; the folders, the kernel's build
-        folder, its Unix user and its sandbox stay. Returns how many stray processes had to be killed."""
-        stray = self._end_processes()
+    def end_pair(self) -> int:
+        """End the running pair of worker processes (before the timing phase's next pair): both are ended and
+        reaped with whatever the kernel left running, so their device memory is free when this returns; the
+        folders, the kernel's build folder, its Unix user and its sandbox stay. Returns how many stray processes
+        had to be killed."""
+        return self._end_processes()
+
+    def spawn_pair(self, emit: Callable[[dict[str, Any]], None]) -> None:
+        """A fresh pair of worker processes in place of the one end_pair() ended."""
         self._spawn(emit)
-        return stray
 
     def _end_processes(self) -> int:
         workers = [w for w in (self.cand, self.ref) if w is not None]
