@@ -5,7 +5,9 @@ stdlib only, like the orchestrator.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 from evaluator.harness.orchestrator.context import Context, output_ref
@@ -19,7 +21,12 @@ from evaluator.harness.protocol import (
 )
 
 
-def fresh_probe(ctx: Context, rechecks: dict[str, Any], rotating: dict[str, float]) -> int:
+def fresh_probe(
+    ctx: Context,
+    rechecks: dict[str, Any],
+    rotating: dict[str, float],
+    alone: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+) -> int:
     """Time a few calls on input sets the kernel has never seen. The timed loop rotates through a handful of
     sets, so a cache keyed on input contents or addresses (A6, A9) would otherwise replay most timed calls.
     The calls run back to back, as in a timed block, unless the sets are large: then one at a time, so a 6 GB
@@ -27,15 +34,18 @@ def fresh_probe(ctx: Context, rechecks: dict[str, Any], rotating: dict[str, floa
     moments before, and replay is judged against what the new sets cost the baseline (timing_record.
     looks_like_replay): the probe runs under the shared hold, where other evaluations' work slows both sides.
 
-    A round that looks like replay is confirmed by a second round on other never-seen sets, and the faster round
-    counts: a cache is slow on every new set, while one noisy moment on a shared CPU (seen: an honest kernel's
-    three fresh calls 5x slow, its speedup cut to 0.19x) is not slow twice. `rotating`: each side's median over
-    the timed loops ("cand", "tf32"). Returns the number of rounds."""
+    A round that looks like replay is confirmed by a second round on other never-seen sets, run `alone` (the
+    exclusive hold: no other evaluation's work beside it), and the faster round counts: a cache is slow on every
+    new set, alone or not, while one noisy moment on a shared CPU (seen: an honest kernel's three fresh calls 5x
+    slow, its speedup cut to 0.19x) or a GPU shared with five other evaluations (seen on an H100: the reference
+    itself slow twice in a row beside them, its speedup cut to 0.51x) is not there alone. `rotating`: each side's
+    median over the timed loops ("cand", "tf32"). Returns the number of rounds."""
     count = 3 if ctx.opts.quick else 5
     rounds: list[tuple[list[float], list[float]]] = []
     c_med, b_med = rotating.get("cand"), rotating.get("tf32")
     for attempt in range(2):
-        rounds.append(_fresh_round(ctx, rechecks, ctx.timing_sets + attempt * count, count))
+        with alone() if attempt else contextlib.nullcontext():
+            rounds.append(_fresh_round(ctx, rechecks, ctx.timing_sets + attempt * count, count))
         base, fresh = rounds[-1]
         if not fresh or c_med is None or not looks_like_replay(c_med, fresh, b_med, base):
             break

@@ -104,7 +104,7 @@ def run_timing(ctx: Context, holds: GpuHolds) -> None:
         rechecks.update(pair.rechecks)
     times, walls, outer, forged = _pooled(pairs)
     with holds.hold("shared"):  # never-seen inputs, paired with the baseline on each (timed_outputs.fresh_probe)
-        fresh_rounds = fresh_probe(ctx, rechecks, _medians(times))
+        fresh_rounds = fresh_probe(ctx, rechecks, _medians(times), alone=lambda: holds.hold("exclusive"))
     recheck(ctx, rechecks)
     ctx.phase("timing_checks", step)
     # The timing part is built as a dict (timing_record.py) and typed once complete, below.
