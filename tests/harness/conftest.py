@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +56,17 @@ def check(record: dict[str, Any], name: str) -> dict[str, Any]:
 
 def dist(record: dict[str, Any], name: str) -> dict[str, Any]:
     return next(d for d in record["distributions"] if d["name"] == name)
+
+
+@contextlib.contextmanager
+def following(follow: Callable[[threading.Event], None]) -> Iterator[None]:
+    """Run follow(stop) in another thread for the block (watching the memory ledger while an evaluation runs);
+    `stop` is set when the block ends, and the thread is joined."""
+    stop = threading.Event()
+    thread = threading.Thread(target=follow, args=(stop,))
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

@@ -130,15 +130,14 @@ def test_the_first_declaration_is_counted_before_the_device_is_touched(evaluate,
     were both admitted each waited for the other. Watched in the ledger from another thread, on the CPU."""
     from evaluator.harness.workers.flops import count_namespace
     from evaluator.harness.workers.inputs import load_problem
-    from tests.harness.conftest import source
+    from tests.harness.conftest import following, source
 
     counts = count_namespace(load_problem(source("problem", "linear_bn_large")))
     assert counts is not None and counts["param_bytes"] > 8 * MB  # a 4096 x 512 Linear
     locks = tmp_path / "locks"
     seen: list[int] = []
-    stop = threading.Event()
 
-    def watch() -> None:
+    def watch(stop: threading.Event) -> None:
         ledger = MemoryLedger(locks, "cpu")
         while not stop.is_set():
             if locks.exists():
@@ -147,13 +146,8 @@ def test_the_first_declaration_is_counted_before_the_device_is_touched(evaluate,
                     seen.append(held)
             time.sleep(0.002)
 
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    try:
+    with following(watch):
         record = evaluate("linear_bn_large", "linear_bn_correct", gpu_lock_dir=str(locks), gpu_memory_budget_mb=4096)
-    finally:
-        stop.set()
-        watcher.join()
     assert record["status"] == "ok", record["error"]
     declared = reservation_bytes(footprint=counts["input_bytes"] + counts["output_bytes"],
                                  peak_bytes=counts["peak_bytes"], input_sets=Options.build({"quick": True}).input_sets,

@@ -10,12 +10,14 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from evaluator.harness.gpu_memory import MemoryLedger
 from evaluator.harness.orchestrator.pair_policy import PairSamples, pairs_wanted
 from evaluator.harness.protocol import Options
+from tests.harness.conftest import following
 
 MB = 1 << 20
 
@@ -36,6 +38,17 @@ def _beside_options(locks: Path) -> dict[str, Any]:
         "placement_pairs": 2,
         "max_process_pairs": 2,
     }
+
+
+def _evaluate_beside(
+    evaluate: Callable[..., dict[str, Any]], locks: Path, neighbour_mb: int, follow: Callable[[threading.Event], None]
+) -> dict[str, Any]:
+    """A long problem evaluated beside a neighbour holding `neighbour_mb` of the 100 MB budget, while follow(stop)
+    watches the ledger from another thread."""
+    with MemoryLedger(locks, "cpu").reserve(neighbour_mb * MB, 100 * MB, time.monotonic() + 5):
+        locks.mkdir(exist_ok=True)
+        with following(follow):
+            return evaluate("relu", "relu_correct", **_beside_options(locks))
 
 
 def test_a_long_problem_placed_beside_others_gets_a_second_pair_and_alone_one():
@@ -76,11 +89,9 @@ def test_a_later_pair_starts_with_its_declaration_cut_and_waits_to_grow_it_back(
     another evaluation that arrives then is admitted, and the pair waits to grow its declaration back until that one
     lets go; the record says how long (pair_starts[].memory_wait_s, in phases.gpu_memory_wait, not in the start)."""
     locks = tmp_path / "locks"
-    options = _beside_options(locks)
     seen: list[tuple[int, int]] = []
-    stop = threading.Event()
 
-    def arrive_during_the_start() -> None:
+    def arrive_during_the_start(stop: threading.Event) -> None:
         """Follow the ledger; once the evaluation's declaration has been cut (its 20 MB gone, both still there),
         take 70 MB, which leaves no room for its 20 again, and let go 1 s after it began to wait."""
         ledger = MemoryLedger(locks, "cpu")
@@ -96,15 +107,7 @@ def test_a_later_pair_starts_with_its_declaration_cut_and_waits_to_grow_it_back(
                 return
             time.sleep(0.005)
 
-    with MemoryLedger(locks, "cpu").reserve(20 * MB, 100 * MB, time.monotonic() + 5):
-        locks.mkdir(exist_ok=True)
-        watcher = threading.Thread(target=arrive_during_the_start)
-        watcher.start()
-        try:
-            record = evaluate("relu", "relu_correct", **options)
-        finally:
-            stop.set()
-            watcher.join()
+    record = _evaluate_beside(evaluate, locks, 20, arrive_during_the_start)
     assert record["status"] == "ok", record["error"]
     # the neighbour; the evaluation's declaration beside it; its later pair's start (nothing on the CPU)
     assert seen[:3] == [(1, 20), (2, 40), (2, 20)], seen
@@ -123,15 +126,15 @@ def _live_workers() -> set[int]:
     for entry in Path("/proc").iterdir():
         try:
             cmdline = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
-            if b"harness.workers." in cmdline and sys.prefix.encode() in cmdline:
-                if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                    found.add(int(entry.name))
         except OSError:
             continue
+        if b"harness.workers." in cmdline and sys.prefix.encode() in cmdline and _alive(int(entry.name)):
+            found.add(int(entry.name))
     return found
 
 
 def _alive(pid: int) -> bool:
+    """Is `pid` running (not gone, not a zombie)?"""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
@@ -144,12 +147,10 @@ def test_a_later_pair_cuts_its_declaration_only_once_the_old_pair_is_gone(evalua
     memory, classed crowded out). Watched from another thread: when the declaration drops, the first pair's
     workers have ended."""
     locks = tmp_path / "locks"
-    options = _beside_options(locks)
     first_pair: set[int] = set()
     at_cut: list[set[int]] = []
-    stop = threading.Event()
 
-    def watch() -> None:
+    def watch(stop: threading.Event) -> None:
         ledger = MemoryLedger(locks, "cpu")
         while not stop.is_set() and not at_cut:
             held = ledger.others()[1] if locks.exists() else 0
@@ -159,15 +160,7 @@ def test_a_later_pair_cuts_its_declaration_only_once_the_old_pair_is_gone(evalua
                 at_cut.append({pid for pid in first_pair if _alive(pid)})
             time.sleep(0.0005)
 
-    with MemoryLedger(locks, "cpu").reserve(40 * MB, 100 * MB, time.monotonic() + 5):
-        locks.mkdir(exist_ok=True)
-        watcher = threading.Thread(target=watch)
-        watcher.start()
-        try:
-            record = evaluate("relu", "relu_correct", **options)
-        finally:
-            stop.set()
-            watcher.join()
+    record = _evaluate_beside(evaluate, locks, 40, watch)
     assert record["status"] == "ok", record["error"]
     assert len(record["timing"]["pairs"]) == 2
     assert first_pair and at_cut, (first_pair, at_cut)

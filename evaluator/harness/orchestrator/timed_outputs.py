@@ -25,7 +25,7 @@ def fresh_probe(
     ctx: Context,
     rechecks: dict[str, Any],
     rotating: dict[str, float],
-    alone: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    alone: Callable[[], contextlib.AbstractContextManager[Any]],
 ) -> int:
     """Time a few calls on input sets the kernel has never seen. The timed loop rotates through a handful of
     sets, so a cache keyed on input contents or addresses (A6, A9) would otherwise replay most timed calls.
