@@ -96,6 +96,7 @@ class Source:
         self.pair_start_extra = median(
             [s.work - prep for j, prep in preps for s in j.segments if s.role == "pair_start"]
         )
+        self.pair_end_s = median([s.work for j in finished for s in j.segments if s.role == "pair_end"])
 
     def evidence(self, expected: dict[str, float | None]) -> dict[str, Any]:
         """What the fills rest on: the reference build's host seconds per second of counting, a later pair's start
@@ -109,6 +110,7 @@ class Source:
         return {
             "prep_s_per_count_s": round(self.prep_per_count_s, 3),
             "pair_start_beyond_prep_s": round(self.pair_start_extra, 2),
+            "pair_end_s": round(self.pair_end_s, 2),
             "us_per_operator": {k: [round(min(v), 1), round(max(v), 1)] for k, v in per_op.items() if v},
             "whole_device_declarations": sorted(k for k in self.table if self.declared(k) >= self.capacity),
         }
@@ -311,17 +313,18 @@ def with_placement_pairs(job: Job, policy: Policy) -> Job:
     end = max(i for i, s in enumerate(job.segments) if s.role in PAIR_ROLES) + 1
     first = [s for s in job.segments[:end] if s.role in PAIR_ROLES]
     again = [replace(s, work=s.work * job.later_loop_share) if s.role == "loop" else replace(s) for s in first]
-    later = [Segment("pair_start", prep + policy.later_pair_start_s), *again]
+    ending = [Segment("pair_end", policy.later_pair_end_s)] if policy.later_pair_end_s else []
+    later = [*ending, Segment("pair_start", prep + policy.later_pair_start_s), *again]
     extra = later * (policy.placement_pairs - 1)
     return replace(job, segments=[*job.segments[:end], *extra, *job.segments[end:]], pairs=policy.placement_pairs)
 
 
 def scaled(jobs: list[Job], policy: Policy) -> list[Job]:
     """The policy's work scales: the correctness phase, the timed loops of evaluations with several pairs, and the
-    placement pairs of those with one; with policy.pair_start_memory "cut", each later pair's start between a cut
-    of the evaluation's declaration and its growth back; with policy.first_memory "start", what a start holds
-    admitted before building the reference (its admission after it then grows the declaration), "before_build":
-    the admission moved before building the reference."""
+    placement pairs of those with one; with policy.pair_start_memory "cut", each later pair's start (after its old
+    pair's end, `pair_end`) between a cut of the evaluation's declaration and its growth back; with
+    policy.first_memory "start", what a start holds admitted before building the reference (its admission after it
+    then grows the declaration), "before_build": the admission moved before building the reference."""
     out = []
     for job in jobs:
         several = job.pairs > 1
@@ -348,6 +351,8 @@ def predict(jobs: list[Job], policy: Policy, source: Source, first: list[int]) -
     policy = replace(policy, standby_s=median(source.spawns) if source.spawns else policy.standby_s)
     if source.pair_start_extra:
         policy = replace(policy, later_pair_start_s=source.pair_start_extra)
+    if source.pair_end_s:
+        policy = replace(policy, later_pair_end_s=source.pair_end_s)
     jobs = scaled(jobs, policy)
     outcomes, totals = simulate(jobs, policy)
     return summary(outcomes, totals, jobs, first) | {"_outcomes": outcomes, "_jobs": jobs}

@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-CPU_ROLES = frozenset({"spawn", "prep", "pair_start", "shutdown", "compile"})
+# "pair_end": a later pair's start's first part, the old pair ending with the declaration held whole (the cut
+# comes once it is gone: gpu_holds.declaration_cut after bring_up.end_pair)
+CPU_ROLES = frozenset({"spawn", "prep", "pair_end", "pair_start", "shutdown", "compile"})
 SHARED_ROLES = frozenset({"correctness", "setup", "recheck", "checks", "profile"})
 LOOP_ROLES = frozenset({"loop", "loop_other"})
 TIMING_ROLES = frozenset({"setup", "loop", "loop_other", "recheck", "checks"})
@@ -95,6 +97,7 @@ class Policy:
     # 1: the rows' policy (every run before 2026-12-05).
     placement_pairs: int = 1
     later_pair_start_s: float = 10.0  # replay_jobs.Source sets the rows' median
+    later_pair_end_s: float = 0.0  # the old pair's end before it (the rows' median where they time it apart)
     # A later pair's start with the evaluation's declaration "held" whole (every run before 2026-12-06) or "cut" to
     # what the start holds and grown back after it once it fits (gpu_holds.declaration_cut; never held back).
     pair_start_memory: str = "held"
@@ -117,7 +120,7 @@ class Policy:
         if role in MARKERS:
             return "marker"
         alone = self.alone_above_mb > 0 and (job.footprint is None or job.footprint > self.alone_above_mb * 2**20)
-        if alone and role not in ("spawn", "prep", "pair_start", "compile"):
+        if alone and role not in ("spawn", "prep", "pair_end", "pair_start", "compile"):
             return "exclusive"  # the old rule: correctness to shutdown alone (later pairs start with it given back)
         if role in CPU_ROLES:
             return "cpu"

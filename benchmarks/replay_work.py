@@ -83,6 +83,8 @@ def row_pieces(row: dict[str, Any], current_policy: bool = True, call_ms: float 
     workers = _num(p, "workers")
     # memory waited for after a later pair's start, to grow its declaration back (cut for the start since 2026-12-06)
     regrow = {int(s.get("pair") or 0): float(s.get("memory_wait_s") or 0.0) for s in row.get("pair_starts") or []}
+    # of a later pair's start, the old pair's end (its declaration held whole; timed apart since 2026-12-06 evening)
+    ended = {int(s.get("pair") or 0): float(s.get("ended_s") or 0.0) for s in row.get("pair_starts") or []}
     pieces = [Piece("spawn", workers)] if workers else []
     # since 2026-12-06 the start's memory admission (gpu_memory_wait_start) is inside "start", before the workers'
     # CUDA contexts: taken out here and replayed with the other memory waits, before correctness
@@ -94,7 +96,10 @@ def row_pieces(row: dict[str, Any], current_policy: bool = True, call_ms: float 
     ]
     for i, s in enumerate(suffix):
         if i:
-            pieces.append(Piece("pair_start", _num(p, f"pair_{i + 1}_start")))
+            end = min(ended.get(i + 1, 0.0), _num(p, f"pair_{i + 1}_start"))
+            if end:
+                pieces.append(Piece("pair_end", end))
+            pieces.append(Piece("pair_start", _num(p, f"pair_{i + 1}_start") - end))
             pieces.append(Piece("wait", regrow.get(i + 1, 0.0)))
         pieces += [Piece("setup", _num(p, f"timing_setup{s}")), Piece("wait", before_loops / n)]
         pieces += [
@@ -281,6 +286,7 @@ def median_job(key: str, cls: str, medians: dict[str, float], pairs: int, own: d
     segments = [seg("prep"), Segment("admit"), seg("correctness")]
     for i in range(pairs):
         if i:
+            segments += [seg("pair_end")] if m("pair_end", 0.0) else []
             segments.append(seg("pair_start"))
         segments += [seg(r, f"{r}_later" if i else r) for r in ("setup", "loop", "loop_other", "recheck")]
     segments += [seg("checks"), seg("profile"), seg("shutdown"), Segment("release")]

@@ -122,12 +122,13 @@ class PairRow(_Part):
 
 @dataclass
 class PairStart(_Part):
-    """One later process pair's start (timing_phase): its seconds and the GPU hold it ran under, the evaluation's
-    declaration cut meanwhile to what a start holds; `memory_wait_s`: how long it then waited to grow back (not in
-    `seconds`)."""
+    """One later process pair's start (timing_phase): its seconds and the GPU hold it ran under; of them `ended_s`,
+    the old pair's end with the declaration held whole, the rest with it cut to what a start holds; `memory_wait_s`:
+    how long it then waited to grow back (not in `seconds`)."""
 
     pair: int | None = _opt(_opt_int)
     seconds: float | None = _opt(_opt_num)
+    ended_s: float | None = _opt(_opt_num)
     gpu_hold: str | None = _opt(_opt_text)
     memory_wait_s: float | None = _opt(_opt_num)
 

@@ -113,6 +113,7 @@ def test_a_later_pair_starts_with_its_declaration_cut_and_waits_to_grow_it_back(
     assert seen[:3] == [(1, 20), (2, 40), (2, 20)], seen
     [start] = record["timing"]["pair_starts"]
     assert start["memory_wait_s"] >= 1.0, start
+    assert 0 < start["ended_s"] < start["seconds"], start  # the old pair's end, then the start with the cut
     assert record["phases"]["gpu_memory_wait"] >= start["memory_wait_s"]
     assert record["phases"]["pair_2_start"] < start["memory_wait_s"] + start["seconds"]
     assert len(record["timing"]["pairs"]) == 2

@@ -237,6 +237,36 @@ def test_a_memory_wait_after_a_later_pairs_start_is_placed_after_it() -> None:
     assert pieces[after + 1] == ("wait", 3.0)
 
 
+def test_a_later_pairs_start_begins_with_the_old_pair_ending_under_the_whole_declaration() -> None:
+    """The harness cuts a later pair's declaration only once its old pair has ended (timing.pair_starts[].ended_s):
+    the row's start splits into that end and the rest, and a waiting evaluation is admitted beside the cut one only
+    after the end, not when the start begins."""
+    from benchmarks.replay_jobs import scaled
+
+    row = {**ROW, "pair_starts": [{"pair": 2, "seconds": 11.0, "ended_s": 1.5, "gpu_hold": "none"}]}
+    pieces = [(x.role, x.seconds) for x in row_pieces(row).pieces]
+    at = pieces.index(("pair_end", 1.5))
+    assert pieces[at + 1] == ("pair_start", 9.5)
+
+    pairs = [Segment("setup", 1.0), Segment("loop", 1.0), Segment("recheck", 1.0)]
+    start = [Segment("pair_end", 5.0), Segment("pair_start", 20.0)]
+    first = [Segment("admit"), Segment("correctness", 2.0), *pairs, *start, *pairs, Segment("release")]
+    second = [Segment("admit"), Segment("correctness", 2.0), *pairs, Segment("release")]
+    jobs = [
+        Job("A", "launch", 60 * GIB, GIB, 1.0, first, pairs=2, start_bytes=2 * GIB),
+        Job("B", "big", 60 * GIB, GIB, 1.0, second),
+    ]
+    policy = Policy(slots=2, prestart=False, capacity=100 * GIB, pair_start_memory="cut")
+    trace: list[Any] = []
+    outcomes, _ = simulate(scaled(jobs, policy), policy, trace)
+    assert all(o.status == "ok" for o in outcomes)
+    memory = [(t, held) for what, _, t, held, _ in trace if what == "memory"]
+    cut = next(t for t, held in memory if held == 2 * GIB)
+    beside = next(t for t, held in memory if held == 62 * GIB)  # B admitted beside A's cut declaration
+    a_loop_end = 1.0 + 2.0 + 3.0  # A's spawn, correctness, first pair (alone on the device)
+    assert cut >= a_loop_end + 5.0 - 1e-6 and beside >= cut
+
+
 def test_a_declaration_cut_for_a_later_pairs_start_lets_a_waiting_evaluation_run_meanwhile() -> None:
     """Two evaluations that do not fit together: with the first's declaration held whole through its later pair's
     start the second waits for all of it; cut to what the start holds, the second runs during the start and the

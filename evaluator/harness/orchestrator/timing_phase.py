@@ -82,12 +82,19 @@ def run_timing(ctx: Context, holds: GpuHolds) -> None:
         # held), the declaration cut to what a start holds, grown back after (gpu_memory_wait's, not the start's).
         with holds.hold("none") as held:
             end_pair(ctx)
+            ended = round(time.monotonic() - step, 3)
             with holds.declaration_cut():
                 fresh_pair(ctx)
                 seconds = round(time.monotonic() - step, 3)
                 ctx.phase(f"pair_{len(pairs) + 1}_start", step)
         starts.append(
-            {"pair": len(pairs) + 1, "seconds": seconds, "gpu_hold": held, "memory_wait_s": holds.last_growth_wait_s}
+            {
+                "pair": len(pairs) + 1,
+                "seconds": seconds,
+                "ended_s": ended,
+                "gpu_hold": held,
+                "memory_wait_s": holds.last_growth_wait_s,
+            }
         )
         if held == "exclusive":
             phases = ctx.record.phases
