@@ -120,7 +120,7 @@ class Policy:
         if role in MARKERS:
             return "marker"
         alone = self.alone_above_mb > 0 and (job.footprint is None or job.footprint > self.alone_above_mb * 2**20)
-        if alone and role not in ("spawn", "prep", "pair_end", "pair_start", "compile"):
+        if alone and (role not in CPU_ROLES or role == "shutdown"):
             return "exclusive"  # the old rule: correctness to shutdown alone (later pairs start with it given back)
         if role in CPU_ROLES:
             return "cpu"

@@ -81,10 +81,10 @@ def row_pieces(row: dict[str, Any], current_policy: bool = True, call_ms: float 
     before_correctness = min(lock - before_loops, unnamed)
     inside = lock - before_loops - before_correctness
     workers = _num(p, "workers")
-    # memory waited for after a later pair's start, to grow its declaration back (cut for the start since 2026-12-06)
-    regrow = {int(s.get("pair") or 0): float(s.get("memory_wait_s") or 0.0) for s in row.get("pair_starts") or []}
-    # of a later pair's start, the old pair's end (its declaration held whole; timed apart since 2026-12-06 evening)
-    ended = {int(s.get("pair") or 0): float(s.get("ended_s") or 0.0) for s in row.get("pair_starts") or []}
+    # each later pair's start: its memory waited for after it, to grow its declaration back (cut for the start since
+    # 2026-12-06), and the old pair's end at its beginning (the declaration held whole; timed apart since that evening)
+    starts = {int(s.get("pair") or 0): s for s in row.get("pair_starts") or []}
+    regrow = {pair: _num(s, "memory_wait_s") for pair, s in starts.items()}
     pieces = [Piece("spawn", workers)] if workers else []
     # since 2026-12-06 the start's memory admission (gpu_memory_wait_start) is inside "start", before the workers'
     # CUDA contexts: taken out here and replayed with the other memory waits, before correctness
@@ -96,10 +96,11 @@ def row_pieces(row: dict[str, Any], current_policy: bool = True, call_ms: float 
     ]
     for i, s in enumerate(suffix):
         if i:
-            end = min(ended.get(i + 1, 0.0), _num(p, f"pair_{i + 1}_start"))
+            start = _num(p, f"pair_{i + 1}_start")
+            end = min(_num(starts.get(i + 1, {}), "ended_s"), start)
             if end:
                 pieces.append(Piece("pair_end", end))
-            pieces.append(Piece("pair_start", _num(p, f"pair_{i + 1}_start") - end))
+            pieces.append(Piece("pair_start", start - end))
             pieces.append(Piece("wait", regrow.get(i + 1, 0.0)))
         pieces += [Piece("setup", _num(p, f"timing_setup{s}")), Piece("wait", before_loops / n)]
         pieces += [
