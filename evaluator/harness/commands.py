@@ -33,6 +33,7 @@ class Command(StrEnum):
     FRESH_SETS = "fresh_sets"
     RECHECK = "recheck"
     PRECISION_FLAGS = "precision_flags"  # the flags each phase ran under, read back (the record's environment)
+    DEVICE_MEMORY = "device_memory"  # the device's free memory as the driver counts it (after an out-of-memory)
     # the candidate worker
     LOAD = "load"
     LOAD_PARAMS = "load_params"
@@ -64,6 +65,7 @@ REFERENCE_COMMANDS = frozenset(
         Command.FRESH_SETS,
         Command.PROBE_HANDOVER,
         Command.PRECISION_FLAGS,
+        Command.DEVICE_MEMORY,
     }
 )
 CANDIDATE_COMMANDS = frozenset(

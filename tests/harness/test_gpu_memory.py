@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.gpu_memory import MemoryLedger, MemoryTimeout
 from evaluator.harness.orchestrator.gpu_holds import CUDA_WORKER_BYTES, reservation_bytes
 
@@ -241,7 +242,28 @@ def test_running_out_of_memory_beside_others_is_not_the_kernels_verdict(tmp_path
             reason = holds.crowded_out(oom)
             assert "1 other evaluations held 0.0 GiB" in reason and "evaluated again" in reason
             assert holds.crowded_out("run failed: RuntimeError: shape mismatch") == ""
+            # the reference worker's reading of the device (never the kernel's) says whether it was full
+            reading = {"free_bytes": 3 * 2**30, "total_bytes": 80 * 2**30, "reserved_bytes": 2**30}
+            assert "(3.0 of the device's 80.0 GiB free just after, by the driver's count)" in holds.crowded_out(
+                oom, lambda: reading
+            )
+            assert holds.crowded_out(oom, dict).endswith("beside it; evaluated again, not judged")  # no context
+
+            def gone() -> dict[str, int]:
+                raise HarnessInfraError("reference worker failed during device_memory: died")
+
+            assert holds.crowded_out(oom, gone) == reason  # the reader gone: still not judged, no reading
     assert holds.crowded_out(oom) == ""  # no memory held: nothing shared
+
+
+def test_the_device_memory_reading_is_empty_without_a_cuda_context():
+    """The reference worker reads the device's free memory only where it has a CUDA context (workers/device.py):
+    on the CPU the reading is empty and crowded_out says nothing of it."""
+    from evaluator.harness.commands import REFERENCE_COMMANDS, Command
+    from evaluator.harness.workers.device import device_memory
+
+    assert Command.DEVICE_MEMORY in REFERENCE_COMMANDS
+    assert device_memory({}) == {}
 
 
 def test_running_out_of_memory_on_a_device_too_small_for_the_problem_is_not_the_kernels_verdict(tmp_path):

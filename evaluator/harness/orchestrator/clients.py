@@ -141,6 +141,9 @@ class ReferenceClient:
     def constant(self) -> Reply:
         return self._ask(Command.CONSTANT)
 
+    def device_memory(self) -> Reply:
+        return self._ask(Command.DEVICE_MEMORY)
+
     def randomise(self, *, entries: list[Any], seed: int, out_path: str) -> Reply:
         return self._ask(Command.RANDOMISE, entries=entries, seed=seed, out_path=out_path)
 

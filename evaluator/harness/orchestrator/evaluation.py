@@ -104,7 +104,7 @@ class EvaluationRun:
                             self._launched_kernels()
                     integrity(ctx, "at the end")
                 except CandidateFailed as failure:  # judged while the memory is still held beside the others'
-                    crowded = self.gpu.crowded_out(str(failure))
+                    crowded = self.gpu.crowded_out(str(failure), ctx.ref.device_memory if ctx.cuda else None)
                     if crowded:  # not the kernel's doing: evaluated again (runner.InfraError), not judged
                         raise HarnessInfraError(crowded) from failure
                     raise

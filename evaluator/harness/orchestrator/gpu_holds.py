@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from evaluator.harness.commands import Command
-from evaluator.harness.errors import HarnessInfraError
+from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
 from evaluator.harness.gpu_memory import Admission, MemoryLedger, MemoryTimeout
 from evaluator.harness.orchestrator import device_facts
@@ -61,6 +61,19 @@ def reservation_bytes(
     peak = max(peak_bytes, footprint)
     per_worker = (CUDA_WORKER_BYTES if cuda else 0) + PEAK_MARGIN * peak + (input_sets + 1) * footprint
     return min(int(2 * per_worker), capacity)
+
+
+def device_reading(read: Callable[[], dict[str, Any]] | None) -> str:
+    """What the device had free, as the driver counts it across every process on it, read just after a failure
+    (workers/device.device_memory); '' when it cannot be read (no CUDA context, the reader gone or out of time)."""
+    try:
+        reply = read() if read is not None else {}
+    except (HarnessInfraError, CandidateFailed):
+        return ""
+    free, total = reply.get("free_bytes"), reply.get("total_bytes")
+    if not isinstance(free, int) or not isinstance(total, int) or not total:
+        return ""
+    return f" ({free / 2**30:.1f} of the device's {total / 2**30:.1f} GiB free just after, by the driver's count)"
 
 
 def start_bytes(param_bytes: int, cuda: bool) -> int:
@@ -310,28 +323,30 @@ class GpuHolds:
         is not shared (no memory admission)."""
         return self._ledger.others() if self._ledger else (0, 0)
 
-    def crowded_out(self, failure: str) -> str:
+    def crowded_out(self, failure: str, read_device: Callable[[], dict[str, Any]] | None = None) -> str:
         """Why a kernel's out-of-memory failure is not its own ('' when it is): the problem's own estimate (the
         reference's, never the kernel's) exceeds what the device gives evaluations, so an honest kernel beside the
         reference worker can run out alone (L1/19's 6.4 GB tensors on an 80 GB H100); or the device was shared
         with other evaluations at the time, whose memory may have exceeded what they declared. The evaluation is
         then an infrastructure error (retried by the site), not a verdict; alone on a device that fits the
-        estimate, running out is the kernel's."""
+        estimate, running out is the kernel's. `read_device` (the reference worker's reading, never the kernel's)
+        adds what the device had free just after, so the record says whether it was full."""
         if not any(sign in failure for sign in OUT_OF_MEMORY):
             return ""
         need, capacity = self._estimate
         if need > capacity:
             return (
                 f"the kernel ran out of device memory on a problem whose two workers need an estimated "
-                f"{need / 2**30:.1f} GiB, more than the {capacity / 2**30:.1f} GiB this device gives evaluations: "
-                "the device is too small for it, not judged (evaluate it on a larger one)"
+                f"{need / 2**30:.1f} GiB, more than the {capacity / 2**30:.1f} GiB this device gives evaluations"
+                f"{device_reading(read_device)}: the device is too small for it, not judged (evaluate it on a larger "
+                "one)"
             )
         others, held = self.others()
         if not others:
             return ""
         return (
             f"the kernel ran out of device memory while {others} other evaluations held {held / 2**30:.1f} GiB "
-            "of the GPU beside it; evaluated again, not judged"
+            f"of the GPU beside it{device_reading(read_device)}; evaluated again, not judged"
         )
 
     def _capacity(self) -> int | None:

@@ -53,6 +53,16 @@ def now_ns() -> int:
     return time.perf_counter_ns()
 
 
+def device_memory(msg: dict[str, Any]) -> dict[str, Any]:
+    """The device's free and total memory as the driver counts them (every process on the device, not this one's
+    allocator alone), and what this process's allocator holds: read by the reference worker after the kernel ran
+    out of memory, so the record says whether the device was full. Empty before this process has a CUDA context."""
+    if not torch.cuda.is_initialized():
+        return {}
+    free, total = torch.cuda.mem_get_info()
+    return {"free_bytes": int(free), "total_bytes": int(total), "reserved_bytes": int(torch.cuda.memory_reserved())}
+
+
 def device_info(device: str) -> dict[str, Any]:
     info: dict[str, Any] = {
         "torch": torch.__version__,

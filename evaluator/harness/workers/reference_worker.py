@@ -25,7 +25,7 @@ from evaluator.harness.timing import time_calls
 from evaluator.harness.workers.command_loop import serve, short_exception
 from evaluator.harness.workers.compare import compare_outputs, nonfinite, under_tf32
 from evaluator.harness.workers.cuda_fd import Importer
-from evaluator.harness.workers.device import device_info, precision_flags, set_precision, sync, warm_up
+from evaluator.harness.workers.device import device_info, device_memory, precision_flags, set_precision, sync, warm_up
 from evaluator.harness.workers.flops import count_namespace
 from evaluator.harness.workers.handover import DTYPES, load_untrusted_file, open_cuda
 from evaluator.harness.workers.inputs import clone_all, load_problem, make_inputs, tensor_bytes
@@ -389,6 +389,7 @@ def main() -> None:
             Command.FRESH_SETS: state.fresh_sets,
             Command.PROBE_HANDOVER: state.probe_handover,
             Command.PRECISION_FLAGS: state.precision_flags,
+            Command.DEVICE_MEMORY: device_memory,
         }
     )
 
