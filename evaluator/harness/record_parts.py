@@ -142,6 +142,9 @@ class GpuHold(_Part):
     waited_for: str | None = _opt(_opt_text)
     # which worker commands ran under which hold ("none", "shared", "exclusive"): the timed loops' alone
     commands: dict[str, dict[str, int]] | None = _opt(_opt_mapping)
+    # the most the reference worker's allocator held of the device (reserved, cached blocks included; the highest
+    # over its process pairs): set against half of reserved_bytes, whether a worker stays within its declaration
+    reference_reserved_peak_bytes: int | None = _opt(_opt_int)
 
 
 @dataclass

@@ -45,6 +45,9 @@ def test_cuda_timing_memory_and_checks(tmp_path):
     assert "MiB" in timing["l2_flush"]
     assert record["memory"]["baseline_peak_bytes"] > 0 and record["memory"]["candidate_peak_bytes"] > 0
     assert record["memory_ratio"] > 0
+    # what the reference worker's allocator held at its most (cached blocks included), beside the declaration
+    hold = record["environment"]["gpu_hold"]
+    assert hold["reference_reserved_peak_bytes"] >= record["memory"]["baseline_peak_bytes"], hold
     assert get_check(record, "wallclock_crosscheck")["passed"] is True
     assert record["environment"]["device_name"] and record["environment"]["arch"].startswith("sm_")
     env = record["environment"]

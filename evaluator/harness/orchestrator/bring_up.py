@@ -16,6 +16,7 @@ from evaluator.harness.orchestrator.context import Context
 from evaluator.harness.orchestrator.correctness_phase import randomise
 from evaluator.harness.orchestrator.setup_phase import build_reference, handover, import_kernel
 from evaluator.harness.orchestrator.verdict import integrity
+from evaluator.harness.record_parts import GpuHold
 
 
 def connect(ctx: Context, *, device_context: bool = True) -> None:
@@ -64,7 +65,25 @@ def end_pair(ctx: Context) -> None:
     """The old candidate's integrity report read, then both workers ended and reaped (their device memory free
     once this returns: only then may the evaluation's declaration be cut, gpu_holds.declaration_cut)."""
     integrity(ctx, "before its process pair was replaced")
+    note_reserved_peak(ctx)
     report_strays(ctx, ctx.workers.end_pair())
+
+
+def note_reserved_peak(ctx: Context) -> None:
+    """The most the reference worker's allocator held of the device (cached blocks included: what the device's
+    other evaluations meet), kept at its highest over the evaluation's process pairs in `environment.gpu_hold`
+    beside what was declared for each worker; CUDA only. A failed reading is left out: the phases decide."""
+    if not ctx.cuda:
+        return
+    try:
+        peak = ctx.ref.device_memory().get("reserved_peak_bytes")
+    except (CandidateFailed, HarnessInfraError):
+        return
+    if not isinstance(peak, int) or isinstance(peak, bool):
+        return
+    env = ctx.record.environment
+    hold = env.gpu_hold = env.gpu_hold or GpuHold()
+    hold.reference_reserved_peak_bytes = max(peak, hold.reference_reserved_peak_bytes or 0)
 
 
 def fresh_pair(ctx: Context) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from evaluator.harness import seeds
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
-from evaluator.harness.orchestrator.bring_up import connect, device_context, report_strays
+from evaluator.harness.orchestrator.bring_up import connect, device_context, note_reserved_peak, report_strays
 from evaluator.harness.orchestrator.clients import Deadline
 from evaluator.harness.orchestrator.context import Context, Emit
 from evaluator.harness.orchestrator.correctness_phase import check_correctness
@@ -103,6 +103,7 @@ class EvaluationRun:
                         with self.gpu.hold("shared"):  # one profiled call per side: the GPU, but not alone
                             self._launched_kernels()
                     integrity(ctx, "at the end")
+                    note_reserved_peak(ctx)
                 except CandidateFailed as failure:  # judged while the memory is still held beside the others'
                     crowded = self.gpu.crowded_out(str(failure), ctx.ref.device_memory if ctx.cuda else None)
                     if crowded:  # not the kernel's doing: evaluated again (runner.InfraError), not judged

@@ -10,6 +10,8 @@ from typing import Any
 
 import torch
 
+from evaluator.harness.workers.memory import reserved_peak_bytes
+
 
 def warm_up(msg: dict[str, Any]) -> dict[str, Any]:
     """Pay first-use costs before any problem or kernel is known: the CUDA context (on a "cuda" device: what it is,
@@ -55,12 +57,14 @@ def now_ns() -> int:
 
 def device_memory(msg: dict[str, Any]) -> dict[str, Any]:
     """The device's free and total memory as the driver counts them (every process on the device, not this one's
-    allocator alone), and what this process's allocator holds: read by the reference worker after the kernel ran
-    out of memory, so the record says whether the device was full. Empty before this process has a CUDA context."""
+    allocator alone), and what this process's allocator holds now and at its most: read by the reference worker at
+    each process pair's end (the record's `gpu_hold` beside the declaration) and after the kernel ran out of memory
+    (was the device full?). Empty before this process has a CUDA context."""
     if not torch.cuda.is_initialized():
         return {}
     free, total = torch.cuda.mem_get_info()
-    return {"free_bytes": int(free), "total_bytes": int(total), "reserved_bytes": int(torch.cuda.memory_reserved())}
+    reserved = {"reserved_bytes": int(torch.cuda.memory_reserved()), "reserved_peak_bytes": reserved_peak_bytes()}
+    return {"free_bytes": int(free), "total_bytes": int(total), **reserved}
 
 
 def device_info(device: str) -> dict[str, Any]:

@@ -16,6 +16,8 @@ import torch
 _allocated = torch.cuda.memory_allocated
 _peak = torch.cuda.max_memory_allocated
 _reset = torch.cuda.reset_peak_memory_stats
+_max_reserved = torch.cuda.max_memory_reserved
+_reserved_high = 0  # the allocator's reserved peak before the last reset (peak_bytes resets every peak)
 _synchronize = torch.cuda.synchronize
 _no_grad = torch.no_grad
 
@@ -25,12 +27,20 @@ def peak_bytes(fn: Callable[..., Any], args: Sequence[Any], device: str) -> int 
     (the CPU allocator keeps no peak)."""
     if not device.startswith("cuda"):
         return None
+    global _reserved_high
     with _no_grad():
         _synchronize()
         base = _allocated()
+        _reserved_high = reserved_peak_bytes()
         _reset()
         out = fn(*args)
         _synchronize()
         peak = _peak() - base
         del out
     return int(peak)
+
+
+def reserved_peak_bytes() -> int:
+    """The most this process's allocator has held of the device since it started: reserved, cached blocks included
+    (what the driver and the device's other processes see, not the tensors alone), across peak_bytes' resets."""
+    return max(_reserved_high, int(_max_reserved()))
