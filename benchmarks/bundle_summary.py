@@ -50,6 +50,26 @@ def summarise(records: list[dict[str, Any]], args: Any, total_s: float, bundle_s
         "timing_budget_s": args.timing_budget,
         "min_calls": args.min_calls,
         "spread": spread(evals),
+        "declarations": declarations(evals),
+    }
+
+
+def declarations(evals: list[dict[str, Any]]) -> dict[str, Any]:
+    """Whether what each evaluation declared for a worker (half its gpu_hold.reserved_bytes) covered what its
+    reference worker's allocator held of the device at its most (gpu_hold.reference_reserved_peak_bytes: cached
+    blocks included, what the device's other evaluations meet): a declaration below it lets neighbours run out."""
+    ratios = {}
+    for r in evals:
+        hold = r.get("gpu_hold") or {}
+        peak, declared = hold.get("reference_reserved_peak_bytes"), hold.get("reserved_bytes")
+        if peak and declared:
+            ratios[r["key"]] = peak / (declared / 2)
+    over = sorted(key for key, ratio in ratios.items() if ratio > 1)
+    return {
+        "read": len(ratios),
+        "max_reserved_over_declared": round(max(ratios.values()), 3) if ratios else None,
+        "median_reserved_over_declared": round(statistics.median(ratios.values()), 3) if ratios else None,
+        "over_declaration": over,
     }
 
 

@@ -12,7 +12,7 @@ PARTS=${PARTS:-"sample repeats process real8"}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=1
 source benchmarks/bwrap_from_debs.sh  # bubblewrap from .debs/ where the machine has none
-SUMMARY='import json,sys; s=json.load(open(sys.argv[1])); print(json.dumps({k: s.get(k) for k in ("evaluated","wall_s","statuses","sandbox","exclusive_timing_share","sum_exclusive_s","sum_exclusive_timing_s","sum_exclusive_other_s","pair_starts_under_exclusive_lock","sum_gpu_wait_s","timing_unstable","spread")}))'
+SUMMARY='import json,sys; s=json.load(open(sys.argv[1])); print(json.dumps({k: s.get(k) for k in ("evaluated","wall_s","statuses","sandbox","exclusive_timing_share","sum_exclusive_s","sum_exclusive_timing_s","sum_exclusive_other_s","pair_starts_under_exclusive_lock","sum_gpu_wait_s","timing_unstable","spread","declarations")}))'
 SAMPLE="L2/36 L1/77 L1/59 L1/22 L2/26 L2/46 L2/21 L3/25 L2/16 L1/84 L2/65 L2/78 L1/12 L2/80 L2/70 L2/97 L1/3 L2/23
 L2/39 L2/73 L2/48 L1/60 L3/1 L3/33 L3/19 L3/32 L3/22 L3/20 L3/10 L3/35"
 for part in $PARTS; do
