@@ -76,6 +76,17 @@ def device_reading(read: Callable[[], dict[str, Any]] | None) -> str:
     return f" ({free / 2**30:.1f} of the device's {total / 2**30:.1f} GiB free just after, by the driver's count)"
 
 
+def allocator_said(failure: str) -> str:
+    """torch's own account of an out-of-memory failure (what it tried to allocate, what the device had free, what
+    the process held and was allowed), as the kernel's worker reported it: one line, cut; '' when absent. The
+    kernel's word, so it is quoted as such and decides nothing."""
+    at = failure.find("Tried to allocate")
+    if at < 0:
+        return ""
+    said = " ".join(failure[at:].split("\n", 1)[0].split())[:400]
+    return f" (the kernel's worker reported: {said})"
+
+
 def start_bytes(param_bytes: int, cuda: bool) -> int:
     """What a process pair holds on the device while it starts: each worker its CUDA context and the model's
     parameters and buffers (flops.count: param_bytes) with the peak margin; inputs come after the start."""
@@ -346,7 +357,7 @@ class GpuHolds:
             return ""
         return (
             f"the kernel ran out of device memory while {others} other evaluations held {held / 2**30:.1f} GiB "
-            f"of the GPU beside it{device_reading(read_device)}; evaluated again, not judged"
+            f"of the GPU beside it{device_reading(read_device)}; evaluated again, not judged{allocator_said(failure)}"
         )
 
     def _capacity(self) -> int | None:
