@@ -25,18 +25,17 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from evaluator.harness.commands import Command
-from evaluator.harness.errors import CandidateFailed, HarnessInfraError
+from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
 from evaluator.harness.gpu_memory import Admission, MemoryLedger, MemoryTimeout
 from evaluator.harness.orchestrator import device_facts
 from evaluator.harness.orchestrator.context import Context
+from evaluator.harness.orchestrator.out_of_memory import OUT_OF_MEMORY, allocator_said, device_reading
 from evaluator.harness.record_parts import GpuHold
 from evaluator.harness.sandbox.cpu_pin import CpuLease, timing_cpus
 from evaluator.harness.sandbox.link import LauncherError
 
 MODES = ("none", "shared", "exclusive")
-# How an out-of-memory failure reads in a worker's reply (torch's OutOfMemoryError, the driver's error code).
-OUT_OF_MEMORY = ("OutOfMemoryError", "CUDA out of memory", "CUDA_ERROR_OUT_OF_MEMORY")
 # What a worker holds on a CUDA device before any tensor of the problem: its context, cuBLAS/cuDNN workspaces and
 # the caching allocator's slack (measured: 0.5-0.7 GB per process on the H200).
 CUDA_WORKER_BYTES = 768 << 20
@@ -61,30 +60,6 @@ def reservation_bytes(
     peak = max(peak_bytes, footprint)
     per_worker = (CUDA_WORKER_BYTES if cuda else 0) + PEAK_MARGIN * peak + (input_sets + 1) * footprint
     return min(int(2 * per_worker), capacity)
-
-
-def device_reading(read: Callable[[], dict[str, Any]] | None) -> str:
-    """What the device had free, as the driver counts it across every process on it, read just after a failure
-    (workers/device.device_memory); '' when it cannot be read (no CUDA context, the reader gone or out of time)."""
-    try:
-        reply = read() if read is not None else {}
-    except (HarnessInfraError, CandidateFailed):
-        return ""
-    free, total = reply.get("free_bytes"), reply.get("total_bytes")
-    if not isinstance(free, int) or not isinstance(total, int) or not total:
-        return ""
-    return f" ({free / 2**30:.1f} of the device's {total / 2**30:.1f} GiB free just after, by the driver's count)"
-
-
-def allocator_said(failure: str) -> str:
-    """torch's own account of an out-of-memory failure (what it tried to allocate, what the device had free, what
-    the process held and was allowed), as the kernel's worker reported it: one line, cut; '' when absent. The
-    kernel's word, so it is quoted as such and decides nothing."""
-    at = failure.find("Tried to allocate")
-    if at < 0:
-        return ""
-    said = " ".join(failure[at:].split("\n", 1)[0].split())[:400]
-    return f" (the kernel's worker reported: {said})"
 
 
 def start_bytes(param_bytes: int, cuda: bool) -> int:
