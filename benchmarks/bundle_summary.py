@@ -57,7 +57,8 @@ def summarise(records: list[dict[str, Any]], args: Any, total_s: float, bundle_s
 def declarations(evals: list[dict[str, Any]]) -> dict[str, Any]:
     """Whether what each evaluation declared for a worker (half its gpu_hold.reserved_bytes) covered what its
     reference worker's allocator held of the device at its most (gpu_hold.reference_reserved_peak_bytes: cached
-    blocks included, what the device's other evaluations meet): a declaration below it lets neighbours run out."""
+    blocks included, what the device's other evaluations meet; its CUDA context, which the declaration also
+    covers, not counted): a declaration below it lets neighbours run out."""
     ratios = {}
     for r in evals:
         hold = r.get("gpu_hold") or {}
