@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from evaluator.harness.errors import CandidateFailed, HarnessInfraError
-from evaluator.harness.orchestrator import device_facts
+from evaluator.harness.orchestrator import device_facts, seen_peaks
 from evaluator.harness.orchestrator.clients import CandidateClient, ReferenceClient
 from evaluator.harness.orchestrator.context import Context
 from evaluator.harness.orchestrator.correctness_phase import randomise
@@ -72,7 +72,8 @@ def end_pair(ctx: Context) -> None:
 def note_reserved_peak(ctx: Context) -> None:
     """The most the reference worker's allocator held of the device (cached blocks included: what the device's
     other evaluations meet), kept at its highest over the evaluation's process pairs in `environment.gpu_hold`
-    beside what was declared for each worker; CUDA only. A failed reading is left out: the phases decide."""
+    beside what was declared for each worker, and kept in the lock folder for the problem's next evaluation on the
+    device (seen_peaks.py); CUDA only. A failed reading is left out: the phases decide."""
     if not ctx.cuda:
         return
     try:
@@ -84,6 +85,7 @@ def note_reserved_peak(ctx: Context) -> None:
     env = ctx.record.environment
     hold = env.gpu_hold = env.gpu_hold or GpuHold()
     hold.reference_reserved_peak_bytes = max(peak, hold.reference_reserved_peak_bytes or 0)
+    seen_peaks.remember(seen_peaks.path(ctx.opts.gpu_lock_dir, env.problem_sha256), peak)  # the next one declares it
 
 
 def fresh_pair(ctx: Context) -> None:

@@ -25,29 +25,41 @@ def path(lock_dir: str) -> Path | None:
 
 def read(file: Path | None) -> dict[str, Any]:
     """The device's facts as an earlier evaluation wrote them; {} when there are none or they do not parse."""
-    if file is None:
-        return {}
-    try:
-        with os.fdopen(os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)) as handle:
-            facts = json.loads(handle.read(4096))
-    except (OSError, ValueError):
-        return {}
+    facts = read_json(file)
     ok = isinstance(facts, dict) and isinstance(facts.get("uuid"), str)
     ok = ok and isinstance(facts.get("total_memory_bytes"), int) and facts["total_memory_bytes"] > 0
     return {k: facts[k] for k in FACTS} if ok else {}
 
 
+def read_json(file: Path | None) -> Any:
+    """A small JSON file of the lock folder, opened by descriptor and never through a link; None when there is
+    none or it does not parse."""
+    if file is None:
+        return None
+    try:
+        with os.fdopen(os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)) as handle:
+            return json.loads(handle.read(4096))
+    except (OSError, ValueError):
+        return None
+
+
 def write(file: Path | None, facts: Mapping[str, Any]) -> None:
+    """The device's facts, for the evaluations after this one (write_json)."""
+    if facts.get("uuid"):
+        write_json(file, {k: facts.get(k) for k in FACTS})
+
+
+def write_json(file: Path | None, data: Any) -> None:
     """Written whole or not at all (a new temporary file renamed over it, readable by the orchestrators of every
-    uid); a failure only costs the next evaluation its contexts made before its admission."""
-    if file is None or not facts.get("uuid"):
+    uid); a failure only costs the next evaluation what the file would have told it."""
+    if file is None:
         return
     tmp = file.with_name(f".{file.name}.{os.getpid()}-{secrets.token_hex(4)}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         with os.fdopen(fd, "w") as handle:
             os.fchmod(fd, 0o644)  # whatever the umask
-            handle.write(json.dumps({k: facts.get(k) for k in FACTS}))
+            handle.write(json.dumps(data))
         os.replace(tmp, file)
     except OSError:
         with contextlib.suppress(OSError):

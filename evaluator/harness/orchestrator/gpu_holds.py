@@ -28,7 +28,7 @@ from evaluator.harness.commands import Command
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
 from evaluator.harness.gpu_memory import Admission, MemoryLedger, MemoryTimeout
-from evaluator.harness.orchestrator import device_facts
+from evaluator.harness.orchestrator import device_facts, seen_peaks
 from evaluator.harness.orchestrator.context import Context
 from evaluator.harness.orchestrator.out_of_memory import OUT_OF_MEMORY, allocator_said, device_reading
 from evaluator.harness.record_parts import GpuHold
@@ -42,23 +42,35 @@ CUDA_WORKER_BYTES = 768 << 20
 # Library workspaces (cuDNN, cuBLAS) and the caching allocator's rounding beyond the tensors one forward holds at
 # its peak (measured on the H200: a 3D transposed convolution's 1.7 GB of tensors peaked at 2.9 GB).
 PEAK_MARGIN = 1.25
+# The most a seen peak raises the estimate (seen_peaks.py): measured up to 2.4x on an H100; a reference worker made
+# to hold more (by the outputs a kernel hands it) cannot make its problem's later evaluations run alone.
+SEEN_CAP = 4
 UNCAPPED = 1 << 62  # a capacity no estimate reaches: reservation_bytes' figure before the device caps it
 
 
 def reservation_bytes(
-    *, footprint: int | None, peak_bytes: int, input_sets: int, capacity: int, cuda: bool, declared_mb: float = 0.0
+    *,
+    footprint: int | None,
+    peak_bytes: int,
+    input_sets: int,
+    capacity: int,
+    cuda: bool,
+    declared_mb: float = 0.0,
+    seen_bytes: int = 0,
 ) -> int:
     """The memory an evaluation declares for its two workers. Each holds its CUDA context (on a GPU), one forward's
     peak (inputs, state and every intermediate tensor alive at once: flops.PeakBytes on the meta device) with a
     margin, and input_sets + 1 more input sets with their outputs (the rotating timing sets and a fresh one).
     Unknown sizes declare the whole device (the evaluation then runs beside nothing else). `declared_mb` (the
-    gpu_memory_reserve_mb option) replaces the estimate."""
+    gpu_memory_reserve_mb option) replaces the estimate. `seen_bytes`, what a reference worker of the same problem
+    was seen to hold of the device at its most (seen_peaks.py), is the least a worker declares beside its context."""
     if declared_mb > 0:
         return min(int(declared_mb * 2**20), capacity)
     if footprint is None:
         return capacity
     peak = max(peak_bytes, footprint)
-    per_worker = (CUDA_WORKER_BYTES if cuda else 0) + PEAK_MARGIN * peak + (input_sets + 1) * footprint
+    estimate = PEAK_MARGIN * peak + (input_sets + 1) * footprint
+    per_worker = (CUDA_WORKER_BYTES if cuda else 0) + max(estimate, min(seen_bytes, SEEN_CAP * estimate))
     return min(int(2 * per_worker), capacity)
 
 
@@ -246,7 +258,13 @@ class GpuHolds:
             capacity=UNCAPPED,
             cuda=ctx.cuda,
             declared_mb=ctx.opts.gpu_memory_reserve_mb,
+            seen_bytes=self.seen_bytes(),
         )
+
+    def seen_bytes(self) -> int:
+        """What a reference worker of this problem was seen to hold of this device at its most (seen_peaks.py)."""
+        ctx = self.ctx  # only a GPU's reference worker reads its peak (bring_up.note_reserved_peak): none on the CPU
+        return seen_peaks.read(seen_peaks.path(ctx.opts.gpu_lock_dir, ctx.record.environment.problem_sha256))
 
     def declare(self) -> None:
         """The declaration in the record (`environment.gpu_hold`: what was reserved, of what, for which footprint,
@@ -263,6 +281,8 @@ class GpuHolds:
         hold.reserved_bytes = min(need, capacity) if capacity else None
         hold.capacity_bytes = capacity
         hold.footprint_bytes = ctx.footprint
+        if seen := self.seen_bytes():  # assigned only when there is one: CPU records keep their keys
+            hold.seen_peak_bytes = seen
         hold.waited_s, hold.waited_for = self._memory_wait
 
     def _admitted(self, admission: Admission, phase: str = "") -> None:
