@@ -69,23 +69,26 @@ def end_pair(ctx: Context) -> None:
     report_strays(ctx, ctx.workers.end_pair())
 
 
-def note_reserved_peak(ctx: Context) -> None:
-    """The most the reference worker's allocator held of the device (cached blocks included: what the device's
-    other evaluations meet), kept at its highest over the evaluation's process pairs in `environment.gpu_hold`
-    beside what was declared for each worker, and kept in the lock folder for the problem's next evaluation on the
-    device (seen_peaks.py); CUDA only. A failed reading is left out: the phases decide."""
+def note_reserved_peak(ctx: Context) -> dict[str, Any]:
+    """The reference worker's reading of the device (workers/device.device_memory; {} on the CPU or when it cannot
+    be read: the phases decide). The most its allocator held of the device (cached blocks included: what the
+    device's other evaluations meet) is kept at its highest over the evaluation's process pairs in
+    `environment.gpu_hold`, beside what was declared for each worker, and in the lock folder for the problem's next
+    evaluation on the device (seen_peaks.py); what the device had free goes into a crowded-out error."""
     if not ctx.cuda:
-        return
+        return {}
     try:
-        peak = ctx.ref.device_memory().get("reserved_peak_bytes")
+        reading = dict(ctx.ref.device_memory())
     except (CandidateFailed, HarnessInfraError):
-        return
+        return {}
+    peak = reading.get("reserved_peak_bytes")
     if not isinstance(peak, int) or isinstance(peak, bool):
-        return
+        return reading
     env = ctx.record.environment
     hold = env.gpu_hold = env.gpu_hold or GpuHold()
     hold.reference_reserved_peak_bytes = max(peak, hold.reference_reserved_peak_bytes or 0)
     seen_peaks.remember(seen_peaks.path(ctx.opts.gpu_lock_dir, env.problem_sha256), peak)  # the next one declares it
+    return reading
 
 
 def fresh_pair(ctx: Context) -> None:

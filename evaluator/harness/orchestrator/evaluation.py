@@ -25,7 +25,7 @@ from evaluator.harness.orchestrator.correctness_phase import check_correctness
 from evaluator.harness.orchestrator.gpu_holds import GpuHolds
 from evaluator.harness.orchestrator.launched import copy_trace
 from evaluator.harness.orchestrator.launched import report as launched_report
-from evaluator.harness.orchestrator.out_of_memory import OUT_OF_MEMORY
+from evaluator.harness.orchestrator.out_of_memory import is_out_of_memory
 from evaluator.harness.orchestrator.roofline import speed_of_light
 from evaluator.harness.orchestrator.setup_phase import handover, prepare, survey
 from evaluator.harness.orchestrator.timing_phase import run_timing
@@ -106,9 +106,9 @@ class EvaluationRun:
                     integrity(ctx, "at the end")
                     note_reserved_peak(ctx)
                 except CandidateFailed as failure:  # judged while the memory is still held beside the others'
-                    if any(sign in str(failure) for sign in OUT_OF_MEMORY):  # a retry declares what was held
-                        note_reserved_peak(ctx)
-                    crowded = self.gpu.crowded_out(str(failure), ctx.ref.device_memory if ctx.cuda else None)
+                    # one reading of the device: what it had free, and what the reference held (a retry declares it)
+                    reading = note_reserved_peak(ctx) if is_out_of_memory(str(failure)) else {}
+                    crowded = self.gpu.crowded_out(str(failure), reading)
                     if crowded:  # not the kernel's doing: evaluated again (runner.InfraError), not judged
                         raise HarnessInfraError(crowded) from failure
                     raise

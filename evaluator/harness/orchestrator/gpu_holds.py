@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from evaluator.harness.commands import Command
@@ -30,7 +30,7 @@ from evaluator.harness.gpu_lock import DeviceLock, LockTimeout
 from evaluator.harness.gpu_memory import Admission, MemoryLedger, MemoryTimeout
 from evaluator.harness.orchestrator import device_facts, seen_peaks
 from evaluator.harness.orchestrator.context import Context
-from evaluator.harness.orchestrator.out_of_memory import OUT_OF_MEMORY, allocator_said, device_reading
+from evaluator.harness.orchestrator.out_of_memory import allocator_said, device_reading, is_out_of_memory
 from evaluator.harness.record_parts import GpuHold
 from evaluator.harness.sandbox.cpu_pin import CpuLease, timing_cpus
 from evaluator.harness.sandbox.link import LauncherError
@@ -97,6 +97,7 @@ class GpuHolds:
         self._declared = (0, 0)  # (bytes reserved, capacity) while it is
         self.last_growth_wait_s = 0.0  # declaration_cut's wait to grow back
         self._estimate = (0, 0)  # (the two workers' estimate uncapped, the capacity) once declare() has run
+        self._seen: int | None = None  # seen_bytes(), once read
         self._facts: dict[str, Any] = {}  # the device's UUID and total memory before the reference reports them
         self._longest_wait_s = -1.0  # the longest memory admission's wait so far (the record names what it was for)
         self._memory_wait = (0.0, "nothing: no memory admission (no lock folder, or no device memory to share)")
@@ -262,9 +263,13 @@ class GpuHolds:
         )
 
     def seen_bytes(self) -> int:
-        """What a reference worker of this problem was seen to hold of this device at its most (seen_peaks.py)."""
-        ctx = self.ctx  # only a GPU's reference worker reads its peak (bring_up.note_reserved_peak): none on the CPU
-        return seen_peaks.read(seen_peaks.path(ctx.opts.gpu_lock_dir, ctx.record.environment.problem_sha256))
+        """What a reference worker of this problem was seen to hold of this device at its most (seen_peaks.py), read
+        once (after survey() named the problem), so the admission and the record give the same figure while
+        another evaluation of the problem writes a new one."""
+        if self._seen is None:
+            ctx = self.ctx  # only a GPU's reference worker reads its peak (bring_up.note_reserved_peak): none on a CPU
+            self._seen = seen_peaks.read(seen_peaks.path(ctx.opts.gpu_lock_dir, ctx.record.environment.problem_sha256))
+        return self._seen
 
     def declare(self) -> None:
         """The declaration in the record (`environment.gpu_hold`: what was reserved, of what, for which footprint,
@@ -329,22 +334,23 @@ class GpuHolds:
         is not shared (no memory admission)."""
         return self._ledger.others() if self._ledger else (0, 0)
 
-    def crowded_out(self, failure: str, read_device: Callable[[], dict[str, Any]] | None = None) -> str:
+    def crowded_out(self, failure: str, reading: Mapping[str, Any] | None = None) -> str:
         """Why a kernel's out-of-memory failure is not its own ('' when it is): the problem's own estimate (the
         reference's, never the kernel's) exceeds what the device gives evaluations, so an honest kernel beside the
         reference worker can run out alone (L1/19's 6.4 GB tensors on an 80 GB H100); or the device was shared
         with other evaluations at the time, whose memory may have exceeded what they declared. The evaluation is
         then an infrastructure error (retried by the site), not a verdict; alone on a device that fits the
-        estimate, running out is the kernel's. `read_device` (the reference worker's reading, never the kernel's)
-        adds what the device had free just after, so the record says whether it was full."""
-        if not any(sign in failure for sign in OUT_OF_MEMORY):
+        estimate, running out is the kernel's. `reading` (the reference worker's, never the kernel's: what
+        bring_up.note_reserved_peak read) adds what the device had free just after, so the record says whether it
+        was full."""
+        if not is_out_of_memory(failure):
             return ""
         need, capacity = self._estimate
         if need > capacity:
             return (
                 f"the kernel ran out of device memory on a problem whose two workers need an estimated "
                 f"{need / 2**30:.1f} GiB, more than the {capacity / 2**30:.1f} GiB this device gives evaluations"
-                f"{device_reading(read_device)}: the device is too small for it, not judged (evaluate it on a larger "
+                f"{device_reading(reading or {})}: the device is too small for it, not judged (evaluate it on a larger "
                 "one)"
             )
         others, held = self.others()
@@ -352,7 +358,7 @@ class GpuHolds:
             return ""
         return (
             f"the kernel ran out of device memory while {others} other evaluations held {held / 2**30:.1f} GiB "
-            f"of the GPU beside it{device_reading(read_device)}; evaluated again, not judged{allocator_said(failure)}"
+            f"of the GPU beside it{device_reading(reading or {})}; evaluated again, not judged{allocator_said(failure)}"
         )
 
     def _capacity(self) -> int | None:

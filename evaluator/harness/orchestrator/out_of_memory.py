@@ -5,23 +5,22 @@ kernel's worker gave it. stdlib only, like the orchestrator.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
-
-from evaluator.harness.errors import CandidateFailed, HarnessInfraError
 
 # How an out-of-memory failure reads in a worker's reply (torch's OutOfMemoryError, the driver's error code).
 OUT_OF_MEMORY = ("OutOfMemoryError", "CUDA out of memory", "CUDA_ERROR_OUT_OF_MEMORY")
 
 
-def device_reading(read: Callable[[], dict[str, Any]] | None) -> str:
-    """What the device had free, as the driver counts it across every process on it, read just after a failure
-    (workers/device.device_memory); '' when it cannot be read (no CUDA context, the reader gone or out of time)."""
-    try:
-        reply = read() if read is not None else {}
-    except (HarnessInfraError, CandidateFailed):
-        return ""
-    free, total = reply.get("free_bytes"), reply.get("total_bytes")
+def is_out_of_memory(failure: str) -> bool:
+    return any(sign in failure for sign in OUT_OF_MEMORY)
+
+
+def device_reading(reading: Mapping[str, Any]) -> str:
+    """What the device had free, as the driver counts it across every process on it, read by the reference worker
+    just after a failure (bring_up.note_reserved_peak); '' without a reading (no CUDA context, the reader gone or
+    out of time)."""
+    free, total = reading.get("free_bytes"), reading.get("total_bytes")
     if not isinstance(free, int) or not isinstance(total, int) or not total:
         return ""
     return f" ({free / 2**30:.1f} of the device's {total / 2**30:.1f} GiB free just after, by the driver's count)"
