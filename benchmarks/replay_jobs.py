@@ -24,7 +24,7 @@ from benchmarks.replay_work import (
     read_rows,
     row_pieces,
 )
-from evaluator.harness.orchestrator.gpu_holds import start_bytes
+from evaluator.harness.orchestrator.declared_memory import start_bytes
 
 HERE = Path(__file__).resolve().parent
 

@@ -68,7 +68,7 @@ class Job:
     # Of its first pair's timed loop, the share a later pair repeats: a later pair times the TF32 baseline and the
     # candidate, not the FP32 baseline (timing_phase._time_pair); replay_jobs.Source sets it from the sweeps.
     later_loop_share: float = 1.0
-    # What a process pair holds while it starts (gpu_holds.start_bytes): a later pair's start cuts the declaration
+    # What a process pair holds while it starts (declared_memory.start_bytes): a later pair's start cuts the declaration
     # to it (Policy.pair_start_memory "cut"); replay_jobs.Source sets it from the problem's parameters.
     start_bytes: int = 0
 

@@ -1,7 +1,7 @@
 """What the bundle replay (replay_bundle.py) knows of each problem before any GPU run: its meta-device counts
 (evaluator/harness/workers/flops.count_namespace: input, output, parameter and one forward's peak bytes) and how
 many operators one forward dispatches, from which it derives each evaluation's declared memory the way the harness
-does (orchestrator/gpu_holds.reservation_bytes, and the rule before 2026-12-04 that bundle-3 ran under).
+does (orchestrator/declared_memory.reservation_bytes, and the rule before 2026-12-04 that bundle-3 ran under).
 
 The counts need torch and take minutes on the CPU (cuDNN RNNs run step by step on the meta device), so they are
 computed once and kept in benchmarks/results/replay-problems.json; the replay itself needs the standard library only.
@@ -21,7 +21,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from evaluator.harness.orchestrator.gpu_holds import CUDA_WORKER_BYTES, reservation_bytes  # noqa: E402
+from evaluator.harness.orchestrator.declared_memory import CUDA_WORKER_BYTES, reservation_bytes  # noqa: E402
 
 PROBLEMS = HERE.parent / "leaderboard" / "data" / "kernelbench" / "problems.jsonl"
 TABLE = HERE / "results" / "replay-problems.json"
@@ -33,7 +33,7 @@ OLD_FOOTPRINT_MARGIN = 1.25
 
 def declared_bytes(counts: dict[str, Any] | None, capacity: int, rule: str = "peak", input_sets: int = 3) -> int:
     """What an evaluation of this problem declares to the memory ledger on a CUDA device. `rule` "peak": today's
-    (gpu_holds.reservation_bytes); "io": bundle-3's. Unknown counts declare the whole capacity (run alone)."""
+    (declared_memory.reservation_bytes); "io": bundle-3's. Unknown counts declare the whole capacity (run alone)."""
     if not counts:
         return capacity
     footprint = int(counts["input_bytes"]) + int(counts["output_bytes"])

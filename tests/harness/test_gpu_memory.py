@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.harness.gpu_memory import MemoryLedger, MemoryTimeout
-from evaluator.harness.orchestrator.gpu_holds import CUDA_WORKER_BYTES, reservation_bytes
+from evaluator.harness.orchestrator.declared_memory import CUDA_WORKER_BYTES, reservation_bytes
 
 REPO = Path(__file__).resolve().parents[2]
 MB = 1 << 20
@@ -349,7 +349,8 @@ def test_a_whole_device_declaration_is_not_admitted_beside_a_cut_one(tmp_path):
 def test_a_start_declares_two_cuda_contexts_and_the_models_state():
     from types import SimpleNamespace
 
-    from evaluator.harness.orchestrator.gpu_holds import PEAK_MARGIN, GpuHolds, start_bytes
+    from evaluator.harness.orchestrator.declared_memory import PEAK_MARGIN, start_bytes
+    from evaluator.harness.orchestrator.gpu_holds import GpuHolds
 
     assert start_bytes(400 * MB, cuda=True) == int(2 * (CUDA_WORKER_BYTES + PEAK_MARGIN * 400 * MB))
     assert start_bytes(0, cuda=False) == 0

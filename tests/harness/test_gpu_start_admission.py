@@ -12,7 +12,7 @@ import time
 
 from evaluator.harness.gpu_memory import MemoryLedger
 from evaluator.harness.orchestrator import device_facts
-from evaluator.harness.orchestrator.gpu_holds import reservation_bytes
+from evaluator.harness.orchestrator.declared_memory import reservation_bytes
 from evaluator.harness.protocol import Options
 
 MB = 1 << 20

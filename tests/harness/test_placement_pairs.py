@@ -85,9 +85,10 @@ def test_the_harness_runs_a_second_pair_only_beside_another_evaluation(evaluate,
 
 def test_a_later_pair_starts_with_its_declaration_cut_and_waits_to_grow_it_back(evaluate, tmp_path):
     """While a later pair starts (old workers ending, new ones importing torch and building the reference) the
-    evaluation declares only what a start holds (gpu_holds.start_bytes: nothing on the CPU) but stays in the ledger:
-    another evaluation that arrives then is admitted, and the pair waits to grow its declaration back until that one
-    lets go; the record says how long (pair_starts[].memory_wait_s, in phases.gpu_memory_wait, not in the start)."""
+    evaluation declares only what a start holds (declared_memory.start_bytes: nothing on the CPU) but stays in the
+    ledger: another evaluation that arrives then is admitted, and the pair waits to grow its declaration back until
+    that one lets go; the record says how long (pair_starts[].memory_wait_s, in phases.gpu_memory_wait, not in the
+    start)."""
     locks = tmp_path / "locks"
     seen: list[tuple[int, int]] = []
 

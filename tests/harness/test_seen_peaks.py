@@ -1,14 +1,14 @@
 """What a GPU evaluation learns of the device from its reference worker (never the kernel): the device's free
 memory and the allocator's reserved peak (workers/device.device_memory, bring_up.note_reserved_peak), kept per
 device and problem in the lock folder (orchestrator/seen_peaks.py) as the least the problem's next evaluation
-declares for a worker (gpu_holds.reservation_bytes)."""
+declares for a worker (declared_memory.reservation_bytes)."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 from evaluator.harness.errors import HarnessInfraError
-from evaluator.harness.orchestrator.gpu_holds import SEEN_CAP, reservation_bytes
+from evaluator.harness.orchestrator.declared_memory import SEEN_CAP, reservation_bytes
 from evaluator.harness.record import Record
 
 MB = 1 << 20

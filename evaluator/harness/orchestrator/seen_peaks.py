@@ -1,6 +1,6 @@
 """The most a problem's reference worker has been seen to hold of a device: its allocator's reserved peak (cached
 blocks and library workspaces included), kept in the lock folder beside the device's facts, so the next evaluation
-of the same problem on the device declares at least that for each worker (gpu_holds.reservation_bytes).
+of the same problem on the device declares at least that for each worker (declared_memory.reservation_bytes).
 
 The meta-device estimate counts tensors, not what cuDNN's workspaces, the FP32, TF32 and compiled baselines and the
 caching allocator's blocks make of them: on an H100 (2026-12-07), 10 of 23 reference workers held more than the
