@@ -4,6 +4,7 @@ spent on, and the spread of kernels evaluated more than once. Standard library o
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from typing import Any
 
 
@@ -58,19 +59,26 @@ def declarations(evals: list[dict[str, Any]]) -> dict[str, Any]:
     """Whether what each evaluation declared for a worker (half its gpu_hold.reserved_bytes) covered what its
     reference worker's allocator held of the device at its most (gpu_hold.reference_reserved_peak_bytes: cached
     blocks included, what the device's other evaluations meet; its CUDA context, which the declaration also
-    covers, not counted): a declaration below it lets neighbours run out."""
-    ratios = {}
+    covers, not counted): a declaration below it lets neighbours run out. `peak_reached_in` counts the reference
+    worker's commands during which it reached that peak (gpu_hold.reference_reserved_peak_by_command: the one that
+    raised it highest), `over_reached_in` names it for each evaluation over: what the declaration misses."""
+    ratios, reached = {}, {}
     for r in evals:
         hold = r.get("gpu_hold") or {}
         peak, declared = hold.get("reference_reserved_peak_bytes"), hold.get("reserved_bytes")
         if peak and declared:
             ratios[r["key"]] = peak / (declared / 2)
+            steps: dict[str, int] = hold.get("reference_reserved_peak_by_command") or {}
+            if steps:
+                reached[r["key"]] = max(steps, key=lambda name: steps[name])
     over = sorted(key for key, ratio in ratios.items() if ratio > 1)
     return {
         "read": len(ratios),
         "max_reserved_over_declared": round(max(ratios.values()), 3) if ratios else None,
         "median_reserved_over_declared": round(statistics.median(ratios.values()), 3) if ratios else None,
         "over_declaration": over,
+        "peak_reached_in": dict(Counter(reached.values()).most_common()),
+        "over_reached_in": {key: reached[key] for key in over if key in reached},
     }
 
 

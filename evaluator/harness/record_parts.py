@@ -145,6 +145,9 @@ class GpuHold(_Part):
     # the most the reference worker's allocator held of the device (reserved, cached blocks included; the highest
     # over its process pairs): set against half of reserved_bytes, whether a worker stays within its declaration
     reference_reserved_peak_bytes: int | None = _opt(_opt_int)
+    # the reference worker's commands that raised that peak, each with what it raised it to (workers/memory.raised_by,
+    # the most over its process pairs): the largest names the step during which the reference held the most
+    reference_reserved_peak_by_command: dict[str, int] | None = _opt(_opt_mapping)
     # what an earlier evaluation of the problem saw its reference worker hold of this device at its most: the
     # least the declaration gives a worker beside its context (orchestrator/seen_peaks.py); null when none was seen
     seen_peak_bytes: int | None = _opt(_opt_int)

@@ -48,6 +48,8 @@ def test_cuda_timing_memory_and_checks(tmp_path):
     # what the reference worker's allocator held at its most (cached blocks included), beside the declaration
     hold = record["environment"]["gpu_hold"]
     assert hold["reference_reserved_peak_bytes"] >= record["memory"]["baseline_peak_bytes"], hold
+    # and the commands that raised it: the one that raised it highest reached it
+    assert max(hold["reference_reserved_peak_by_command"].values()) == hold["reference_reserved_peak_bytes"], hold
     assert get_check(record, "wallclock_crosscheck")["passed"] is True
     assert record["environment"]["device_name"] and record["environment"]["arch"].startswith("sm_")
     env = record["environment"]

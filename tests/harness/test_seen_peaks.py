@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from evaluator.harness.errors import HarnessInfraError
 from evaluator.harness.orchestrator.declared_memory import SEEN_CAP, reservation_bytes
 from evaluator.harness.record import Record
@@ -86,7 +88,11 @@ def test_the_reference_workers_reading_is_recorded_kept_for_the_next_evaluation_
     from evaluator.harness.orchestrator import seen_peaks
     from evaluator.harness.orchestrator.bring_up import note_reserved_peak
 
-    readings = [{"free_bytes": 3 * MB, "total_bytes": 80 * MB, "reserved_peak_bytes": peak} for peak in (7, 5)]
+    steps = [{"setup": 2, "timing_setup": 7}, {"setup": 3, "make_trial": 5, "junk": True}]
+    readings = [
+        {"free_bytes": 3 * MB, "total_bytes": 80 * MB, "reserved_peak_bytes": peak, "reserved_peak_by_command": by}
+        for peak, by in zip((7, 5), steps, strict=True)
+    ]
     replies = iter(readings)
     record = Record()
     record.environment.problem_sha256 = "ab" * 32
@@ -97,6 +103,12 @@ def test_the_reference_workers_reading_is_recorded_kept_for_the_next_evaluation_
     assert note_reserved_peak(ctx) == readings[0]
     assert note_reserved_peak(ctx) == readings[1]  # a later pair's reference held less
     assert record.environment.gpu_hold.reference_reserved_peak_bytes == 7
+    # the commands that raised it, the most each did over the pairs (a value that is not a count is dropped)
+    assert record.environment.gpu_hold.reference_reserved_peak_by_command == {
+        "setup": 3,
+        "timing_setup": 7,
+        "make_trial": 5,
+    }
     assert seen_peaks.read(seen_peaks.path(str(tmp_path), "ab" * 32)) == 7
 
     def gone() -> dict[str, int]:
@@ -107,3 +119,27 @@ def test_the_reference_workers_reading_is_recorded_kept_for_the_next_evaluation_
     assert note_reserved_peak(ctx) == {} and fresh.environment.gpu_hold is None
     ctx.cuda = False  # no reading on the CPU: nothing asked
     assert note_reserved_peak(ctx) == {}
+
+
+def test_the_reference_workers_commands_note_what_they_raised_its_reserved_peak_to(monkeypatch):
+    """workers/memory.raising: after each command, what the allocator's reserved peak rose to is noted under the
+    command's name (a failing command too); a command that does not raise it is not; off CUDA nothing is read."""
+    from evaluator.harness.workers import memory
+
+    peaks = iter([4, 4, 9, 6])  # what reserved_peak_bytes reads after each command below
+    monkeypatch.setattr(memory, "_raised_by", {})
+    monkeypatch.setattr(memory, "_initialized", lambda: True)
+    monkeypatch.setattr(memory, "reserved_peak_bytes", lambda: next(peaks))
+
+    def fails(message):
+        raise RuntimeError("a reference that raised")
+
+    memory.raising("setup", dict)({})
+    memory.raising("compare", dict)({})  # held what setup held: not a step
+    with pytest.raises(RuntimeError):
+        memory.raising("timing_setup", fails)({})
+    memory.raising("memory", dict)({})  # below the peak (never happens, a peak only rises): not a step either
+    assert memory.raised_by() == {"setup": 4, "timing_setup": 9}
+    monkeypatch.setattr(memory, "_initialized", lambda: False)
+    memory.raising("recheck", dict)({})  # no CUDA context: nothing read (peaks would be exhausted)
+    assert memory.raised_by() == {"setup": 4, "timing_setup": 9}

@@ -73,8 +73,9 @@ def note_reserved_peak(ctx: Context) -> dict[str, Any]:
     """The reference worker's reading of the device (workers/device.device_memory; {} on the CPU or when it cannot
     be read: the phases decide). The most its allocator held of the device (cached blocks included: what the
     device's other evaluations meet) is kept at its highest over the evaluation's process pairs in
-    `environment.gpu_hold`, beside what was declared for each worker, and in the lock folder for the problem's next
-    evaluation on the device (seen_peaks.py); what the device had free goes into a crowded-out error."""
+    `environment.gpu_hold`, beside what was declared for each worker and with the commands that raised it, and in the
+    lock folder for the problem's next evaluation on the device (seen_peaks.py); what the device had free goes into
+    a crowded-out error."""
     if not ctx.cuda:
         return {}
     try:
@@ -87,6 +88,13 @@ def note_reserved_peak(ctx: Context) -> dict[str, Any]:
     env = ctx.record.environment
     hold = env.gpu_hold = env.gpu_hold or GpuHold()
     hold.reference_reserved_peak_bytes = max(peak, hold.reference_reserved_peak_bytes or 0)
+    steps = reading.get("reserved_peak_by_command")
+    if isinstance(steps, dict) and steps:  # the most each command raised it to, over the pairs
+        merged = dict(hold.reference_reserved_peak_by_command or {})
+        for name, raised in steps.items():
+            if isinstance(raised, int) and not isinstance(raised, bool):
+                merged[str(name)] = max(raised, merged.get(str(name), 0))
+        hold.reference_reserved_peak_by_command = merged
     seen_peaks.remember(seen_peaks.path(ctx.opts.gpu_lock_dir, env.problem_sha256), peak)  # the next one declares it
     return reading
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from evaluator.harness.workers.memory import reserved_peak_bytes
+from evaluator.harness.workers.memory import raised_by, reserved_peak_bytes
 
 
 def warm_up(msg: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +64,7 @@ def device_memory(msg: dict[str, Any]) -> dict[str, Any]:
         return {}
     free, total = torch.cuda.mem_get_info()
     reserved = {"reserved_bytes": int(torch.cuda.memory_reserved()), "reserved_peak_bytes": reserved_peak_bytes()}
-    return {"free_bytes": int(free), "total_bytes": int(total), **reserved}
+    return {"free_bytes": int(free), "total_bytes": int(total), **reserved, "reserved_peak_by_command": raised_by()}
 
 
 def device_info(device: str) -> dict[str, Any]:

@@ -13,12 +13,18 @@ from typing import Any
 
 import torch
 
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+
 _allocated = torch.cuda.memory_allocated
 _peak = torch.cuda.max_memory_allocated
 _reset = torch.cuda.reset_peak_memory_stats
 _max_reserved = torch.cuda.max_memory_reserved
 _reserved_high = 0  # the allocator's reserved peak before the last reset (peak_bytes resets every peak)
 _synchronize = torch.cuda.synchronize
+_initialized: Callable[[], bool] = torch.cuda.is_initialized
+# worker command -> the reserved peak it raised the allocator to (raised_by): which of the reference worker's steps
+# made it hold what it held, the staircase the declaration (orchestrator/declared_memory.py) has to cover
+_raised_by: dict[str, int] = {}
 _no_grad = torch.no_grad
 
 
@@ -44,3 +50,26 @@ def reserved_peak_bytes() -> int:
     """The most this process's allocator has held of the device since it started: reserved, cached blocks included
     (what the driver and the device's other processes see, not the tensors alone), across peak_bytes' resets."""
     return max(_reserved_high, int(_max_reserved()))
+
+
+def raising(name: str, handler: Handler) -> Handler:
+    """`handler`, noting under `name` what it raised the allocator's reserved peak to (raised_by). The reference
+    worker's commands only: a host-side counter read after each, no synchronisation; nothing off CUDA."""
+
+    def noted(message: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return handler(message)
+        finally:
+            if _initialized():
+                peak = reserved_peak_bytes()
+                if peak > max(_raised_by.values(), default=0):
+                    _raised_by[name] = peak
+
+    return noted
+
+
+def raised_by() -> dict[str, int]:
+    """Each command that raised the reserved peak, with what it raised it to: the largest is the command during
+    which this process reached its peak; the others, the steps on the way (in this process: a later process pair
+    starts again from nothing)."""
+    return dict(_raised_by)

@@ -31,7 +31,7 @@ from evaluator.harness.workers.handover import DTYPES, load_untrusted_file, open
 from evaluator.harness.workers.inputs import clone_all, load_problem, make_inputs, tensor_bytes
 from evaluator.harness.workers.l2 import L2Flusher, flusher_before_sets, no_flush
 from evaluator.harness.workers.lead import LaunchLead
-from evaluator.harness.workers.memory import peak_bytes
+from evaluator.harness.workers.memory import peak_bytes, raising
 from evaluator.harness.workers.profiling import profile_call
 
 
@@ -372,26 +372,26 @@ def _random_like(tensor: torch.Tensor, generator: torch.Generator) -> torch.Tens
 
 def main() -> None:
     state = Reference()
-    serve(
-        {
-            Command.WARM_UP: warm_up,
-            Command.SURVEY: state.survey,
-            Command.SETUP: state.setup,
-            Command.MAKE_TRIAL: state.make_trial,
-            Command.COMPARE: state.compare,
-            Command.CONSTANT: state.constant_state,
-            Command.RANDOMISE: state.randomise,
-            Command.TIMING_SETUP: state.timing_setup,
-            Command.TIME_BLOCK: state.time_block,
-            Command.MEMORY: state.memory,
-            Command.LAUNCHED_KERNELS: state.launched_kernels,
-            Command.RECHECK: state.recheck,
-            Command.FRESH_SETS: state.fresh_sets,
-            Command.PROBE_HANDOVER: state.probe_handover,
-            Command.PRECISION_FLAGS: state.precision_flags,
-            Command.DEVICE_MEMORY: device_memory,
-        }
-    )
+    # each noting what it raised the allocator's reserved peak to (the record's gpu_hold)
+    handlers = {
+        Command.WARM_UP: warm_up,
+        Command.SURVEY: state.survey,
+        Command.SETUP: state.setup,
+        Command.MAKE_TRIAL: state.make_trial,
+        Command.COMPARE: state.compare,
+        Command.CONSTANT: state.constant_state,
+        Command.RANDOMISE: state.randomise,
+        Command.TIMING_SETUP: state.timing_setup,
+        Command.TIME_BLOCK: state.time_block,
+        Command.MEMORY: state.memory,
+        Command.LAUNCHED_KERNELS: state.launched_kernels,
+        Command.RECHECK: state.recheck,
+        Command.FRESH_SETS: state.fresh_sets,
+        Command.PROBE_HANDOVER: state.probe_handover,
+        Command.PRECISION_FLAGS: state.precision_flags,
+        Command.DEVICE_MEMORY: device_memory,
+    }
+    serve({cmd: raising(cmd.value, handler) for cmd, handler in handlers.items()})
 
 
 if __name__ == "__main__":
