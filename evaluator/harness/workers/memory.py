@@ -8,6 +8,7 @@ reports such a replacement as well).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -60,9 +61,9 @@ def raising(name: str, handler: Handler) -> Handler:
         try:
             return handler(message)
         finally:
-            if _initialized():
-                peak = reserved_peak_bytes()
-                if peak > max(_raised_by.values(), default=0):
+            # never in place of the command's own reply or error (a broken CUDA context fails the next command)
+            with contextlib.suppress(RuntimeError):
+                if _initialized() and (peak := reserved_peak_bytes()) > max(_raised_by.values(), default=0):
                     _raised_by[name] = peak
 
     return noted
