@@ -78,9 +78,15 @@ NATIVE_PATTERNS = [
         "medium",
         "suspicious",
         "B8",
+        # Conversions of values only: fp32 values made half (__float2half, a cast to a half value type) or a tensor
+        # converted (.to(kHalf)). A reduced type only named in a dtype dispatch (`dtype == torch::kHalf`,
+        # `kernel<__half>`, `reinterpret_cast<const __half*>(x.data_ptr())` in its half branch), which an fp32 input
+        # never takes, converts nothing; fp32 memory read as half would fail the correctness gate anyway.
         re.compile(
-            r"\b__half2?\b|__float2half|__half2float|\b__nv_bfloat16\w*|__float2bfloat16|\bhalf2\b|"
-            r"\bat::kHalf\b|\bat::kBFloat16\b|torch::kHalf|torch::kBFloat16|__nv_fp8"
+            r"__floats?2half\w*|__floats?2bfloat16\w*|__nv_cvt_float\w*|"
+            r"\bstatic_cast<\s*(?:__half2?|half2?|__nv_bfloat16\w*|__nv_fp8\w*|(?:at|c10)::(?:Half|BFloat16))\s*>|"
+            r"\(\s*(?:__half2?|__nv_bfloat16\w*|__nv_fp8\w*)\s*\)\s*[\w(]|"
+            r"\.(?:to|toType)\(\s*(?:torch|at|c10)::(?:k|ScalarType::)(?:Half|BFloat16)|\.(?:half|bfloat16)\(\s*\)"
         ),
         "Computes in fp16/bf16/fp8 for an fp32 problem.",
     ),

@@ -1,6 +1,7 @@
 """Measure the static layer: `python -m evaluator.audit.measure [--corpus tests/audit/corpus] [--problems FILE]`.
 
-Prints (as Markdown) precision/recall of our rules and of KernelGuard on the hack/legit corpus, and the false
+`--scan DIR` instead prints what it flags in a folder of unlabelled kernels (real LLM-written ones). Prints (as
+Markdown) precision/recall of our rules and of KernelGuard on the hack/legit corpus, and the false
 positives of KernelGuard (default vs ModelNew-tuned) and of our rules on the KernelBench reference files renamed to
 ModelNew. Pure Python: no Django, no database. The numbers feed benchmarks/results/audit.md.
 """
@@ -136,12 +137,39 @@ def extra_table(folder: Path) -> list[str]:
     return [*lines, ""]
 
 
+def scan_table(folder: Path) -> list[str]:
+    """Unlabelled kernels (e.g. real LLM-written ones from public repositories, every *.py under `folder`): how
+    many the static layer flags and by which rules, each flagged file named for a reader to judge."""
+    paths = sorted(folder.rglob("*.py"))
+    flagged: dict[Path, list[str]] = {}
+    rules: Counter[str] = Counter()
+    for path in paths:
+        findings = audit_static(path.read_text(errors="replace"))
+        if is_flagged(findings):
+            named = sorted({f"{f.rule} ({f.severity})" for f in findings if f.severity in {"medium", "high"}})
+            flagged[path] = named
+            rules.update(named)
+    return [
+        f"Folder `{folder}`: {len(paths)} files, {len(flagged)} flagged by the static layer.",
+        "",
+        *(f"- `{rule}`: {count} files" for rule, count in rules.most_common()),
+        "",
+        *(f"- {path.relative_to(folder)}: {', '.join(named)}" for path, named in flagged.items()),
+        "",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", type=Path, default=Path("tests/audit/corpus"))
     parser.add_argument("--problems", type=Path, default=Path("leaderboard/data/kernelbench/problems.jsonl"))
     parser.add_argument("--extra", type=Path, nargs="*", default=[], help="more folders with exploits/ and legit/")
+    parser.add_argument("--scan", type=Path, nargs="*", default=[], help="folders of unlabelled kernels (*.py)")
     args = parser.parse_args()
+    for folder in args.scan:
+        print("\n".join(scan_table(folder)))
+    if args.scan:
+        return
     print("\n".join(corpus_table(args.corpus)))
     for folder in args.extra:
         print("\n".join(extra_table(folder)))

@@ -184,8 +184,9 @@ def collect_python_facts(src: KernelSource) -> PythonFacts | None:
                 ):
                     facts.triton_kernels.add(node.name)
 
-    # Names bound to compiled kernels, at module level or on self (self.ext = load_inline(...)).
-    for node in ast.walk(tree):
+    # Names bound to compiled kernels, at module level or on self (self.ext = load_inline(...)), and their aliases
+    # (self.fn = self.ext.fn): two rounds, for an alias written before the line that binds its handle.
+    for node in [n for _ in range(2) for n in ast.walk(tree)]:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             if call_name(node.value) in KERNEL_FACTORIES or _is_kernel_lookup(node.value, facts):
                 for target in node.targets:
@@ -261,8 +262,12 @@ def _is_kernel_lookup(call: ast.Call, facts: PythonFacts) -> bool:
 
 
 def _refers_to_kernel(value: ast.AST, facts: PythonFacts) -> bool:
-    """self.fn = ext.relu_cuda / fn = ext / self.k = my_triton_kernel."""
+    """self.fn = ext.relu_cuda / fn = ext / self.k = my_triton_kernel / self.fn = self.ext.relu_cuda."""
+    if not isinstance(value, ast.Name | ast.Attribute):
+        return False
     root = root_name(value)
-    return isinstance(value, ast.Name | ast.Attribute) and (
-        root in facts.kernel_handles or root in facts.triton_kernels
-    )
+    if root == "self":  # the handle is the attribute on self the chain starts from
+        while isinstance(value, ast.Attribute) and not self_attr(value):
+            value = value.value
+        root = self_attr(value)
+    return root in facts.kernel_handles or root in facts.triton_kernels

@@ -218,6 +218,36 @@ def _self_tensor_state(
     return findings
 
 
+# What a tensor's layout is, not its values: a memo of these under an address cannot replay an output.
+LAYOUT_CALLS = {"stride", "size", "is_contiguous", "dim", "numel", "nelement", "element_size", "storage_offset"}
+LAYOUT_ATTRS = {"shape", "dtype", "device", "ndim", "is_cuda", "layout"}
+
+
+def _layout_only(value: ast.AST) -> bool:
+    """`(tuple(t.stride()), t.is_contiguous())`: a value made of a tensor's layout and constants only."""
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.Tuple | ast.List):
+        return all(_layout_only(e) for e in value.elts)
+    if isinstance(value, ast.Attribute):
+        return value.attr in LAYOUT_ATTRS
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in {"tuple", "len", "bool"}:
+        return all(_layout_only(a) for a in value.args)
+    return isinstance(value, ast.Call) and call_name(value) in LAYOUT_CALLS
+
+
+def _layout_memo_keys(fn: ast.AST) -> set[int]:
+    """The nodes inside the key of a store whose value is layout only: `memo[t.data_ptr()] = (t.stride(), ...)`,
+    what hand-written extensions remember about a buffer to skip a re-check."""
+    keys: set[int] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and _layout_only(node.value):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript):
+                    keys.update(id(n) for n in ast.walk(target.slice))
+    return keys
+
+
 def rule_pointer_keys(src: KernelSource, facts: PythonFacts) -> list[Finding]:
     """A6: data_ptr()/id()/_version of an input used as a key or compared, the classic replay fingerprint.
 
@@ -236,6 +266,7 @@ def rule_pointer_keys(src: KernelSource, facts: PythonFacts) -> list[Finding]:
                 call_args.update(id(a) for a in [*node.args, *(k.value for k in node.keywords)])
             if isinstance(node, ast.Assign) and root_name(node.value) == "self":
                 own.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        layout_keys = _layout_memo_keys(fn)
         for node in ast.walk(fn):
             receiver: ast.AST | None = None
             if isinstance(node, ast.Call) and call_name(node) == "data_ptr" and id(node) not in call_args:
@@ -258,6 +289,20 @@ def rule_pointer_keys(src: KernelSource, facts: PythonFacts) -> list[Finding]:
                         "D4",
                         "The module's own parameter address/version keys a derived-weight cache "
                         "(rebuilt when the weight changes).",
+                        src,
+                        node,
+                    )
+                )
+                continue
+            if id(node) in layout_keys:
+                findings.append(
+                    _f(
+                        "layout_memo",
+                        "info",
+                        "info",
+                        "D4",
+                        "An input's address keys a memo of its layout (strides, contiguity), not of any values: it "
+                        "cannot replay an output.",
                         src,
                         node,
                     )

@@ -89,31 +89,40 @@ def rule_subclass_reference(src: KernelSource, facts: PythonFacts) -> list[Findi
 
 DOWNCAST_METHODS = {"half", "bfloat16"}
 DOWNCAST_DTYPES = {"torch.float16", "torch.half", "torch.bfloat16", "torch.float8_e4m3fn", "torch.float8_e5m2"}
+# Calls whose positional dtype argument converts or reinterprets a tensor: x.to(torch.float16), x.type(...),
+# x.view(torch.bfloat16), torch.autocast("cuda", torch.float16).
+CONVERTING_CALLS = {"to", "type", "view", "autocast"}
 
 
 def rule_precision(src: KernelSource, facts: PythonFacts) -> list[Finding]:
-    """B8: fp32 work done in fp16/bf16 (.half(), dtype=torch.float16, ...). TF32 flags are info (policy)."""
+    """B8: fp32 work done in fp16/bf16 (.half(), .to(torch.float16), dtype=torch.bfloat16, ...). A reduced dtype
+    only named in a test or a table (`if x.dtype == torch.float16`, `{torch.float16: tl.float16}`: the dispatch of
+    a kernel written for several dtypes, which an fp32 input never takes) converts nothing and is not flagged.
+    TF32 flags are info (policy)."""
     findings: list[Finding] = []
     seen: set[int] = set()
     for node in ast.walk(facts.tree):
         hit = ""
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DOWNCAST_METHODS:
             hit = f".{node.func.attr}()"
-        elif isinstance(node, ast.Attribute) and dotted(node) in DOWNCAST_DTYPES:
-            hit = dotted(node)
-        elif isinstance(node, ast.Call) and dotted(node.func) == "torch.set_float32_matmul_precision":
-            findings.append(
-                _f(
-                    "tf32_policy",
-                    "info",
-                    "info",
-                    "B8",
-                    "Sets the fp32 matmul precision (TF32 policy; the verified baseline uses TF32 too).",
-                    src,
-                    node,
+        elif isinstance(node, ast.Call):
+            dtypes = [a for a in node.args if call_name(node) in CONVERTING_CALLS] + [
+                k.value for k in node.keywords if k.arg == "dtype"
+            ]
+            hit = next((dotted(d) for d in dtypes if dotted(d) in DOWNCAST_DTYPES), "")
+            if dotted(node.func) == "torch.set_float32_matmul_precision":
+                findings.append(
+                    _f(
+                        "tf32_policy",
+                        "info",
+                        "info",
+                        "B8",
+                        "Sets the fp32 matmul precision (TF32 policy; the verified baseline uses TF32 too).",
+                        src,
+                        node,
+                    )
                 )
-            )
-        line = getattr(node, "lineno", 0)  # a Call or an Attribute when `hit` is set
+        line = getattr(node, "lineno", 0)  # a Call when `hit` is set
         if hit and line not in seen:
             seen.add(line)
             findings.append(
