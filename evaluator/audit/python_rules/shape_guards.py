@@ -173,6 +173,11 @@ def _returned_ifexps(fn: ast.AST) -> set[int]:
     return ids
 
 
+def _specialisation(why: str, src: KernelSource, node: ast.AST) -> Finding:
+    """The D4 label: the kernel specialised for the problem's sizes, legitimately (not flagged)."""
+    return _f("shape_specialisation", "info", "info", "D4", why, src, node)
+
+
 def rule_literal_guards(src: KernelSource, facts: PythonFacts) -> list[Finding]:
     """B7: a comparison of shape/size/dtype with a literal that makes forward return something else.
 
@@ -185,11 +190,7 @@ def rule_literal_guards(src: KernelSource, facts: PythonFacts) -> list[Finding]:
         for node in ast.walk(fn):
             if isinstance(node, ast.Assert) and _literal_guards(node.test, facts):
                 findings.append(
-                    _f(
-                        "shape_specialisation",
-                        "info",
-                        "info",
-                        "D4",
+                    _specialisation(
                         "Assertion restricts the kernel to the problem's sizes (raises otherwise): a "
                         "legitimate specialisation.",
                         src,
@@ -203,22 +204,12 @@ def rule_literal_guards(src: KernelSource, facts: PythonFacts) -> list[Finding]:
                 continue
             if _is_emptiness_test(node.test):
                 findings.append(
-                    _f(
-                        "shape_specialisation",
-                        "info",
-                        "info",
-                        "D4",
-                        "An early return for empty inputs (KernelBench never gives them): not a fast path.",
-                        src,
-                        node,
+                    _specialisation(
+                        "An early return for empty inputs (KernelBench never gives them): not a fast path.", src, node
                     )
                 )
                 continue
-            if isinstance(node, ast.IfExp):
-                body: list[ast.stmt] = [ast.Return(value=node.body)]
-                orelse: list[ast.stmt] = [ast.Return(value=node.orelse)]
-            else:
-                body, orelse = node.body, node.orelse
+            body, orelse = _branches(node)
             kinds = {_branch_kind(body, flow, facts), _branch_kind(orelse, flow, facts) if orelse else "fallthrough"}
             if kinds & {"passthrough", "constant"}:
                 findings.append(
@@ -261,23 +252,11 @@ def rule_literal_guards(src: KernelSource, facts: PythonFacts) -> list[Finding]:
                 )
             elif "raise" in kinds:
                 findings.append(
-                    _f(
-                        "shape_specialisation",
-                        "info",
-                        "info",
-                        "D4",
-                        "The kernel refuses other sizes (raises): a legitimate specialisation.",
-                        src,
-                        node,
-                    )
+                    _specialisation("The kernel refuses other sizes (raises): a legitimate specialisation.", src, node)
                 )
             else:
                 findings.append(
-                    _f(
-                        "shape_specialisation",
-                        "info",
-                        "info",
-                        "D4",
+                    _specialisation(
                         "Size-dependent choice between kernels or launch parameters: a legitimate specialisation.",
                         src,
                         node,
@@ -286,15 +265,18 @@ def rule_literal_guards(src: KernelSource, facts: PythonFacts) -> list[Finding]:
     return findings
 
 
+def _branches(node: ast.If | ast.IfExp) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """A guard's two branches as statements (a returned conditional's values as returns)."""
+    if isinstance(node, ast.IfExp):
+        return [ast.Return(value=node.body)], [ast.Return(value=node.orelse)]
+    return node.body, node.orelse
+
+
 def _torch_branch_unused(node: ast.If | ast.IfExp, flow: _FlowState, facts: PythonFacts) -> bool:
     """A dtype/device guard whose plain-PyTorch branch the problem's fp32 GPU inputs never take."""
     taken = _taken_by_fp32_cuda(node.test)
     if taken is None:
         return False
-    if isinstance(node, ast.IfExp):
-        body: list[ast.stmt] = [ast.Return(value=node.body)]
-        orelse: list[ast.stmt] = [ast.Return(value=node.orelse)]
-    else:
-        body, orelse = node.body, node.orelse
+    body, orelse = _branches(node)
     unused = orelse if taken else body
     return bool(unused) and _branch_kind(unused, flow, facts) == "torch"
