@@ -210,7 +210,9 @@ def rule_literal_guards(src: KernelSource, facts: PythonFacts) -> list[Finding]:
                 )
                 continue
             body, orelse = _branches(node)
-            kinds = {_branch_kind(body, flow, facts), _branch_kind(orelse, flow, facts) if orelse else "fallthrough"}
+            body_kind = _branch_kind(body, flow, facts)
+            orelse_kind = _branch_kind(orelse, flow, facts) if orelse else "fallthrough"
+            kinds = {body_kind, orelse_kind}
             if kinds & {"passthrough", "constant"}:
                 findings.append(
                     _f(
@@ -224,7 +226,11 @@ def rule_literal_guards(src: KernelSource, facts: PythonFacts) -> list[Finding]:
                         node,
                     )
                 )
-            elif "torch" in kinds and facts.contains_kernel_call(fn.body) and _torch_branch_unused(node, flow, facts):
+            elif (
+                "torch" in kinds
+                and facts.contains_kernel_call(fn.body)
+                and _torch_branch_unused(node.test, body_kind, orelse_kind)
+            ):
                 findings.append(
                     _f(
                         "dtype_fallback",
@@ -272,11 +278,7 @@ def _branches(node: ast.If | ast.IfExp) -> tuple[list[ast.stmt], list[ast.stmt]]
     return node.body, node.orelse
 
 
-def _torch_branch_unused(node: ast.If | ast.IfExp, flow: _FlowState, facts: PythonFacts) -> bool:
-    """A dtype/device guard whose plain-PyTorch branch the problem's fp32 GPU inputs never take."""
-    taken = _taken_by_fp32_cuda(node.test)
-    if taken is None:
-        return False
-    body, orelse = _branches(node)
-    unused = orelse if taken else body
-    return bool(unused) and _branch_kind(unused, flow, facts) == "torch"
+def _torch_branch_unused(test: ast.AST, body_kind: str, orelse_kind: str) -> bool:
+    """A dtype/device guard whose plain-PyTorch branch (by _branch_kind) the problem's fp32 GPU inputs never take."""
+    taken = _taken_by_fp32_cuda(test)
+    return taken is not None and (orelse_kind if taken else body_kind) == "torch"
