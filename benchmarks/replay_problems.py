@@ -40,7 +40,13 @@ def declared_bytes(counts: dict[str, Any] | None, capacity: int, rule: str = "pe
     if rule == "peak":
         peak = int(counts.get("peak_bytes") or 0)
         return reservation_bytes(
-            footprint=footprint, peak_bytes=peak, input_sets=input_sets, capacity=capacity, cuda=True
+            footprint=footprint,
+            peak_bytes=peak,
+            input_sets=input_sets,
+            capacity=capacity,
+            cuda=True,
+            output_bytes=int(counts["output_bytes"]),
+            param_bytes=int(counts.get("param_bytes") or 0),
         )
     per_worker = CUDA_WORKER_BYTES + int(counts["param_bytes"]) + (input_sets + 2) * footprint * OLD_FOOTPRINT_MARGIN
     return min(int(2 * per_worker), capacity)

@@ -70,6 +70,14 @@ def tolerance_for(dtype: str, tol: float) -> float:
     return max(tol, HALF_PRECISION_TOLERANCE.get(dtype.replace("torch.", ""), tol))
 
 
+# Elements per chunk when an output is compared with its reference (workers/compare.py): the comparison's temporaries
+# (about five chunks of float32 at once) are bounded by it, and the reference worker's memory declaration counts them
+# (orchestrator/declared_memory.py). 64 MiB of float32: at 512 MiB a 0.5 GiB output's comparison held 2.5 GiB, the
+# larger part of what a reference worker of L1/77 held at its most on an H100 (benchmarks/results/
+# declared-vs-reserved-h100-2026-12-07.md).
+COMPARE_CHUNK_ELEMENTS = 1 << 24
+
+
 # Where a precision miss ends and evidence of cheating begins (docs/protocol.md, section 2, "one criterion"). A failed
 # comparison is *precision-sized* when every element is within PRECISION_MARGIN times its allowance atol + rtol*|ref|
 # (for fp32 at 1e-3 that is 1e-2: the standard protocol's own tolerance) and every NaN/Inf sits where the reference

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.harness.gpu_memory import MemoryLedger, MemoryTimeout
-from evaluator.harness.orchestrator.declared_memory import CUDA_WORKER_BYTES, reservation_bytes
+from evaluator.harness.orchestrator.declared_memory import CUDA_WORKER_BYTES, FLUSH_BYTES, reservation_bytes
 
 REPO = Path(__file__).resolve().parents[2]
 MB = 1 << 20
@@ -152,10 +152,9 @@ def test_the_declared_footprint():
     assert reservation_bytes(footprint=None, peak_bytes=0, input_sets=3, capacity=capacity, cuda=True) == capacity
     cpu = reservation_bytes(footprint=gib, peak_bytes=0, input_sets=3, capacity=capacity, cuda=False)
     gpu = reservation_bytes(footprint=gib, peak_bytes=0, input_sets=3, capacity=capacity, cuda=True)
-    assert (
-        cpu == 2 * (1.25 + 4) * gib
-    )  # two workers: one forward's peak with its margin, three more sets and a fresh one
-    assert gpu == cpu + 2 * CUDA_WORKER_BYTES
+    # two workers: warm-ups in two precisions (one forward's peak with its margin, and one more) beside three sets
+    assert cpu == 2 * (1.25 + 1 + 3) * gib
+    assert gpu == cpu + 2 * (CUDA_WORKER_BYTES + FLUSH_BYTES)  # a context and the L2 flush buffer each
     # a small input whose forward holds a large intermediate (KernelBench L3/31: 32 MB in and out, a 16 GB peak)
     attention = reservation_bytes(footprint=32 << 20, peak_bytes=16 * gib, input_sets=3, capacity=capacity, cuda=True)
     assert attention > 2 * 16 * gib

@@ -211,14 +211,17 @@ class GpuHolds:
     def _need(self) -> int:
         """The two workers' declaration before the device caps it (reservation_bytes)."""
         ctx = self.ctx
+        counts = ctx.counts or {}
         return reservation_bytes(
             footprint=ctx.footprint,
-            peak_bytes=int((ctx.counts or {}).get("peak_bytes") or 0),
+            peak_bytes=int(counts.get("peak_bytes") or 0),
             input_sets=ctx.opts.input_sets,
             capacity=UNCAPPED,
             cuda=ctx.cuda,
             declared_mb=ctx.opts.gpu_memory_reserve_mb,
             seen_bytes=self.seen_bytes(),
+            output_bytes=int(counts.get("output_bytes") or 0),
+            param_bytes=int(counts.get("param_bytes") or 0),
         )
 
     def seen_bytes(self) -> int:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from evaluator.harness.orchestrator.context import Context, output_ref
+from evaluator.harness.orchestrator.declared_memory import FRESH_BATCH_BYTES, FRESH_ROUND_SETS
 from evaluator.harness.orchestrator.timing_record import looks_like_replay
 from evaluator.harness.protocol import (
     PRECISION_MARGIN,
@@ -40,7 +41,7 @@ def fresh_probe(
     slow, its speedup cut to 0.19x) or a GPU shared with five other evaluations (seen on an H100: the reference
     itself slow twice in a row beside them, its speedup cut to 0.51x) is not there alone. `rotating`: each side's
     median over the timed loops ("cand", "tf32"). Returns the number of rounds."""
-    count = 3 if ctx.opts.quick else 5
+    count = 3 if ctx.opts.quick else FRESH_ROUND_SETS
     rounds: list[tuple[list[float], list[float]]] = []
     c_med, b_med = rotating.get("cand"), rotating.get("tf32")
     for attempt in range(2):
@@ -55,7 +56,7 @@ def fresh_probe(
 
 def _fresh_round(ctx: Context, rechecks: dict[str, Any], start: int, count: int) -> tuple[list[float], list[float]]:
     """One round of the fresh-input probe: (the baseline's times, the candidate's times) on `count` new sets."""
-    batch = count if (ctx.input_bytes + ctx.output_bytes) * count <= 1 << 30 else 1
+    batch = count if (ctx.input_bytes + ctx.output_bytes) * count <= FRESH_BATCH_BYTES else 1
     base_times: list[float] = []
     cand_times: list[float] = []
     for first in range(start, start + count, batch):

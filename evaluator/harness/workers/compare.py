@@ -6,9 +6,8 @@ from typing import Any
 
 import torch
 
+from evaluator.harness.protocol import COMPARE_CHUNK_ELEMENTS as CHUNK
 from evaluator.harness.protocol import PRECISION_MARGIN, precision_sized, tolerance_for
-
-CHUNK = 1 << 27  # elements per comparison chunk (512 MiB of float32)
 
 
 def compare_outputs(out: Any, ref: torch.Tensor, tol: float) -> dict[str, Any]:
