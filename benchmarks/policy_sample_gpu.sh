@@ -3,6 +3,10 @@
 # bundle (12 problems whose TF32 baseline peaks above 1 GB, 10 small ones, 8 L3 networks, from the committed sweep
 # benchmarks/results/baselines-h200.jsonl), the three repeat problems 4 at once, the per-process speed of L1/68, and
 # the load_inline kernels 8 at once (5 repeats each). Rows and summaries go to $OUT; figures into benchmarks/results/.
+# Each part's limit (SAMPLE_S, REPEATS_S, REAL8_S) is what it needed on an H100 on 2026-12-07: the repeats on a fresh
+# machine, the sample and the load_inline kernels in a second sitting on the same machine, their compile caches
+# (/tmp/kbv-cache-*) warm from a first one cut short (the load_inline builds alone take 58-112 s). One or two parts
+# per device command (10 minutes at most).
 #
 #   OUT=$OUT bash benchmarks/policy_sample_gpu.sh            # every part
 #   OUT=$OUT PARTS="sample repeats" bash benchmarks/policy_sample_gpu.sh
@@ -18,16 +22,16 @@ L2/39 L2/73 L2/48 L1/60 L3/1 L3/33 L3/19 L3/32 L3/22 L3/20 L3/10 L3/35"
 for part in $PARTS; do
   start=$(date +%s)
   case $part in
-    sample) timeout "${SAMPLE_S:-190}" python3 benchmarks/bundle_gpu.py --out "$OUT" --tag sample --slots "${SLOTS:-6}" \
-              --prestart --only $SAMPLE --cache /tmp/kbv-cache-sample --deadline $(( ${SAMPLE_S:-190} - 40 ))
+    sample) timeout "${SAMPLE_S:-320}" python3 benchmarks/bundle_gpu.py --out "$OUT" --tag sample --slots "${SLOTS:-6}" \
+              --prestart --only $SAMPLE --cache /tmp/kbv-cache-sample --deadline $(( ${SAMPLE_S:-320} - 40 ))
             python3 -c "$SUMMARY" "$OUT/sample_summary.json" ;;
-    repeats) timeout "${REPEATS_S:-140}" python3 benchmarks/bundle_gpu.py --out "$OUT" --tag repeats --slots 4 --repeats 5 \
-              --only L2/14 L3/20 L1/68 --cache /tmp/kbv-cache-repeats --deadline $(( ${REPEATS_S:-140} - 40 ))
+    repeats) timeout "${REPEATS_S:-330}" python3 benchmarks/bundle_gpu.py --out "$OUT" --tag repeats --slots 4 --repeats 5 \
+              --only L2/14 L3/20 L1/68 --cache /tmp/kbv-cache-repeats --deadline $(( ${REPEATS_S:-330} - 40 ))
             python3 -c "$SUMMARY" "$OUT/repeats_summary.json" ;;
     process) timeout 80 python3 benchmarks/per_process_speed_gpu.py --only L1/68 --processes 4 --concurrent 1 \
               --out "$OUT/per_process_L1_68.jsonl" | tail -1 ;;
-    real8) timeout "${REAL8_S:-160}" python3 benchmarks/bundle_gpu.py --out "$OUT" --tag real8 --slots 8 --prestart \
-              --repeats 5 --only L1/1 L1/19 L2/1 L3/1 --cache /tmp/kbv-cache-real8 --deadline $(( ${REAL8_S:-160} - 50 ))
+    real8) timeout "${REAL8_S:-280}" python3 benchmarks/bundle_gpu.py --out "$OUT" --tag real8 --slots 8 --prestart \
+              --repeats 5 --only L1/1 L1/19 L2/1 L3/1 --cache /tmp/kbv-cache-real8 --deadline $(( ${REAL8_S:-280} - 50 ))
             python3 -c "$SUMMARY" "$OUT/real8_summary.json" ;;
   esac
   echo "part $part: $(( $(date +%s) - start )) s"
