@@ -18,6 +18,7 @@ import pytest
 
 from evaluator.harness.gpu_memory import MemoryLedger, MemoryTimeout
 from evaluator.harness.orchestrator.declared_memory import CUDA_WORKER_BYTES, FLUSH_BYTES, reservation_bytes
+from evaluator.harness.protocol import COMPARE_CHUNK_ELEMENTS
 
 REPO = Path(__file__).resolve().parents[2]
 MB = 1 << 20
@@ -148,21 +149,30 @@ def test_a_declaration_waiting_past_the_patience_is_not_passed_by_later_ones(tmp
 def test_the_declared_footprint():
     capacity = 100 << 30
     gib = 1 << 30
+
+    def declare(footprint, peak=0, output=0, params=0, cuda=True, **kw):
+        return reservation_bytes(footprint=footprint, peak_bytes=peak, input_sets=3, capacity=capacity, cuda=cuda,
+                                 output_bytes=output, param_bytes=params, **kw)  # fmt: skip
+
     # unknown sizes: the whole device, so the evaluation runs beside nothing else
-    assert reservation_bytes(footprint=None, peak_bytes=0, input_sets=3, capacity=capacity, cuda=True) == capacity
-    cpu = reservation_bytes(footprint=gib, peak_bytes=0, input_sets=3, capacity=capacity, cuda=False)
-    gpu = reservation_bytes(footprint=gib, peak_bytes=0, input_sets=3, capacity=capacity, cuda=True)
-    # two workers: warm-ups in two precisions (one forward's peak with its margin, and one more) beside three sets
-    assert cpu == 2 * (1.25 + 1 + 3) * gib
-    assert gpu == cpu + 2 * (CUDA_WORKER_BYTES + FLUSH_BYTES)  # a context and the L2 flush buffer each
+    assert declare(None) == capacity
+    # two workers, each at its timing set-up: warm-ups in two precisions (one forward's peak with its margin, and
+    # one more) beside three sets; on a GPU also a context and the L2 flush buffer each
+    assert declare(gib, cuda=False) == 2 * (1.25 + 1 + 3) * gib
+    assert declare(gib) == declare(gib, cuda=False) + 2 * (CUDA_WORKER_BYTES + FLUSH_BYTES)
+    # output-heavy (KernelBench L1/77: 0.03 GiB in, 0.53 out): the re-checks hold most, the fresh sets' two
+    # references each, the output received and the comparison's chunks (measured 13x the output on an H100)
+    out = gib // 2
+    chunk = COMPARE_CHUNK_ELEMENTS * 4
+    recheck = 1.25 * (3 * (out + MB) + 3 * out + 5 * chunk)  # one fresh set at a time above 1 GiB per round
+    assert declare(out + MB, peak=out + MB, output=out, cuda=False) == 2 * int(recheck)
+    assert declare(out + MB, peak=out + MB, output=out, cuda=False) > declare(out + MB, peak=out + MB, cuda=False)
+    # a network's parameters given new values: a second copy beside a forward
+    assert declare(MB, peak=gib, params=2 * gib, cuda=False) == 2 * int(1.25 * gib + 4 * gib)
     # a small input whose forward holds a large intermediate (KernelBench L3/31: 32 MB in and out, a 16 GB peak)
-    attention = reservation_bytes(footprint=32 << 20, peak_bytes=16 * gib, input_sets=3, capacity=capacity, cuda=True)
-    assert attention > 2 * 16 * gib
-    assert reservation_bytes(footprint=1 << 40, peak_bytes=0, input_sets=3, capacity=capacity, cuda=True) == capacity
-    declared = reservation_bytes(
-        footprint=None, peak_bytes=0, input_sets=3, capacity=capacity, cuda=True, declared_mb=512
-    )
-    assert declared == 512 * MB
+    assert declare(32 << 20, peak=16 * gib) > 2 * 16 * gib
+    assert declare(1 << 40) == capacity
+    assert declare(None, declared_mb=512) == 512 * MB
 
 
 def test_the_meta_forward_counts_the_intermediate_peak():

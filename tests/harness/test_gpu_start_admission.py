@@ -92,7 +92,7 @@ def test_the_whole_declaration_is_admitted_before_the_contexts_and_waits_while_i
     thread.start()
     time.sleep(0.2)
     expected = reservation_bytes(footprint=50 * MB, peak_bytes=50 * MB, input_sets=run.ctx.opts.input_sets,
-                                 capacity=capacity, cuda=True)  # fmt: skip
+                                 capacity=capacity, cuda=True, output_bytes=0, param_bytes=0)  # fmt: skip
     assert expected > int(1.6 * 2**30)  # two contexts alone would have fitted at once
     with run.gpu.memory(lambda: made.append(released.is_set()) or {}):  # about 2 GiB: waits for the other
         assert made == [True] and MemoryLedger(tmp_path / "locks", "GPU-t").others() == (1, expected)
@@ -151,7 +151,8 @@ def test_the_first_declaration_is_counted_before_the_device_is_touched(evaluate,
     assert record["status"] == "ok", record["error"]
     declared = reservation_bytes(footprint=counts["input_bytes"] + counts["output_bytes"],
                                  peak_bytes=counts["peak_bytes"], input_sets=Options.build({"quick": True}).input_sets,
-                                 capacity=4096 * MB, cuda=False)  # fmt: skip
+                                 capacity=4096 * MB, cuda=False, output_bytes=counts["output_bytes"],
+                                 param_bytes=counts["param_bytes"])  # fmt: skip
     assert record["environment"]["gpu_hold"]["reserved_bytes"] == declared
     assert seen == [declared], (seen, declared)
 

@@ -49,7 +49,9 @@ def test_a_problems_seen_reference_peak_is_the_least_a_worker_declares(tmp_path)
         hold = run.ctx.record.environment.gpu_hold
         return hold.reserved_bytes, hold.seen_peak_bytes
 
-    estimate = reservation_bytes(footprint=5 * MB, peak_bytes=0, input_sets=3, capacity=1 << 40, cuda=False)
+    estimate = reservation_bytes(
+        footprint=5 * MB, peak_bytes=0, input_sets=3, capacity=1 << 40, cuda=False, output_bytes=0, param_bytes=0
+    )
     assert declared() == (estimate, None)  # nothing seen yet: the meta-device estimate
     file = seen_peaks.path(str(locks), sha)
     seen_peaks.remember(file, 100 * MB)

@@ -34,10 +34,10 @@ def reservation_bytes(
     input_sets: int,
     capacity: int,
     cuda: bool,
+    output_bytes: int,
+    param_bytes: int,
     declared_mb: float = 0.0,
     seen_bytes: int = 0,
-    output_bytes: int = 0,
-    param_bytes: int = 0,
 ) -> int:
     """The memory an evaluation declares for its two workers: each its CUDA context and what its reference worker's
     caching allocator holds at its most (worker_bytes). Unknown sizes declare the whole device (the evaluation
@@ -54,7 +54,7 @@ def reservation_bytes(
 
 
 def worker_bytes(
-    footprint: int, peak_bytes: int, input_sets: int, cuda: bool, output_bytes: int = 0, param_bytes: int = 0
+    footprint: int, peak_bytes: int, input_sets: int, cuda: bool, output_bytes: int, param_bytes: int
 ) -> int:
     """What a reference worker holds of the device beside its context at the step where it holds most, from the
     meta device's counts (one set's inputs and output: `footprint`; one forward's peak; the parameters). Each step
