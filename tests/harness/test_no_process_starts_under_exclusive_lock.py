@@ -100,13 +100,20 @@ def test_only_timed_loops_run_under_the_exclusive_hold(evaluate, tmp_path):
     )
     assert record["status"] == "ok" and record["correct"] is True, record["error"]
     commands = record["environment"]["gpu_hold"]["commands"]
+    phases, timing = record["phases"], record["timing"]
+    # A fresh-input round that looks like replay is confirmed by a second round run alone (timed_outputs.fresh_probe):
+    # on a loaded 2-core machine an honest kernel's first round can look so, and the second's commands then run under
+    # the exclusive hold by design.
+    confirming = timing["candidate_fresh_inputs"]["rounds"] == 2
+    probe = {Command.FRESH_SETS, Command.TIME_FRESH, Command.RECHECK, Command.RELEASE}
+    allowed = {Command.TIME_BLOCK, Command.SAVE_KEPT} | (probe if confirming else set())
     exclusive = set(commands.get("exclusive", {}))
-    assert exclusive <= {Command.TIME_BLOCK.value, Command.SAVE_KEPT.value}, commands
+    assert exclusive <= {c.value for c in allowed}, commands
     assert Command.TIME_BLOCK.value in exclusive
     for shared_only in (Command.TIMING_SETUP, Command.RECHECK, Command.FRESH_SETS, Command.TIME_FRESH):
         assert shared_only.value in commands["shared"], (shared_only, commands)
-        assert all(shared_only.value not in commands.get(mode, {}) for mode in ("none", "exclusive")), commands
-    phases, timing = record["phases"], record["timing"]
+        assert shared_only.value not in commands.get("none", {}), commands
+        assert shared_only in allowed or shared_only.value not in commands.get("exclusive", {}), commands
     assert [s["gpu_hold"] for s in timing["pair_starts"]] == ["none", "none"]
     assert phases["pair_starts_under_exclusive_lock"] == 0
     for name in ("timing_setup", "timing_loop", "timing_recheck", "timing_checks", "timing_setup_pair_2"):
