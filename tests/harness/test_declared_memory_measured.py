@@ -10,8 +10,7 @@ from pathlib import Path
 from evaluator.harness.orchestrator.declared_memory import CUDA_WORKER_BYTES, worker_bytes
 from evaluator.harness.protocol import Options
 from evaluator.harness.workers import compare
-from evaluator.harness.workers.flops import count_namespace
-from evaluator.harness.workers.inputs import load_problem
+from evaluator.harness.workers.flops import count_source
 
 ROOT = Path(__file__).resolve().parents[2]
 # 22 problems evaluated once each on a cold H100 (no seen peak), 2026-12-07: benchmarks/results/
@@ -30,8 +29,7 @@ def test_the_declaration_covers_what_each_reference_worker_held_on_an_h100(probl
     assert len(rows) >= 20, MEASURED
     short = {}
     for row in rows:
-        ns = load_problem(problems[row["key"]])
-        counts = count_namespace(ns, list(ns["get_init_inputs"]()))
+        counts = count_source(problems[row["key"]])
         assert counts is not None, row["key"]
         declared = CUDA_WORKER_BYTES + worker_bytes(
             counts["input_bytes"] + counts["output_bytes"],
