@@ -10,6 +10,7 @@
 #
 #   OUT=$OUT bash benchmarks/policy_sample_gpu.sh            # every part
 #   OUT=$OUT PARTS="sample repeats" bash benchmarks/policy_sample_gpu.sh
+#   OUT=$OUT PARTS=hog HOG_GIB="0 32 64" bash benchmarks/policy_sample_gpu.sh   # not in the default parts
 set -uo pipefail
 OUT=${OUT:-/tmp/kbv-policy}
 PARTS=${PARTS:-"sample repeats process real8"}
@@ -30,6 +31,10 @@ for part in $PARTS; do
             python3 -c "$SUMMARY" "$OUT/repeats_summary.json" ;;
     process) timeout 80 python3 benchmarks/per_process_speed_gpu.py --only L1/68 --processes 4 --concurrent 1 \
               --out "$OUT/per_process_L1_68.jsonl" | tail -1 ;;
+    hog) for gib in ${HOG_GIB:-0 16 32 48 64 96}; do  # where L1/68's +6 % begins: what another process holds
+           timeout 90 python3 benchmarks/per_process_speed_gpu.py --only L1/68 --processes 2 --hog-gb "$gib" \
+             --out "$OUT/hog_${gib}.jsonl" | tail -1 | sed "s/^/hog ${gib} GiB: /"
+         done ;;
     real8) timeout "${REAL8_S:-280}" python3 benchmarks/bundle_gpu.py --out "$OUT" --tag real8 --slots 8 --prestart \
               --repeats 5 --only L1/1 L1/19 L2/1 L3/1 --cache /tmp/kbv-cache-real8 --deadline $(( ${REAL8_S:-280} - 50 ))
             python3 -c "$SUMMARY" "$OUT/real8_summary.json" ;;
