@@ -151,6 +151,7 @@ class Run:
             "target_block_ms": self.args.target_block_ms,
             "launch_bound_pairs": self.args.launch_bound_pairs,
             "placement_pairs": self.args.placement_pairs,
+            "placement_beside_gib": self.args.placement_beside_gib,
             "pin_timing_cpu": {"on": True, "off": False}.get(self.args.pin_cpu),
             "ci_target": self.args.ci_target,
             "timing_budget_s": self.args.timing_budget,
@@ -272,6 +273,7 @@ def main() -> int:
     parser.add_argument("--pairs-below-ms", type=float, help="harness pairs_below_ms (default 1.0)")
     parser.add_argument("--launch-bound-pairs", type=int, help="harness launch_bound_pairs (default 3)")
     parser.add_argument("--placement-pairs", type=int, help="harness placement_pairs (default 2; 1: off)")
+    parser.add_argument("--placement-beside-gib", type=float, help="harness placement_beside_gib (default 0: any)")
     parser.add_argument("--pin-cpu", choices=["on", "off"], help="harness pin_timing_cpu (default on)")
     parser.add_argument("--target-block-ms", type=float, help="harness target_block_ms (0: fixed blocks)")
     parser.add_argument("--ci-target", type=float, help="harness ci_target (default 0.02; 0: rse_target alone)")

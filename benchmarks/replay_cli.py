@@ -58,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--placement-pairs", type=int, default=1, help="pairs of a one-pair problem beside others (1: the rows')"
     )
     parser.add_argument(
+        "--placement-beside-gib", type=float, default=0.0, help="later pairs only beside this much declared (0: any)"
+    )
+    parser.add_argument(
         "--memory-patience", type=float, default=math.inf, help="seconds a declaration waits before later ones stop"
     )
     parser.add_argument(
@@ -183,6 +186,14 @@ def what_if(args: argparse.Namespace, policy: Policy, source: rb.Source) -> int:
         ),
         ("today's defaults: those, the whole declaration admitted before the workers touch the device", today, jobs),
         ("today's defaults on 2 GPUs", replace(today, gpus=2), jobs),
+        *(
+            (
+                f"today's defaults, a second pair only beside {gib} GiB declared",
+                replace(today, placement_beside_gib=gib),
+                jobs,
+            )
+            for gib in (16.0, 32.0, 64.0)
+        ),
         ("the old rule: > 1 GB alone, the timing phase exclusive, phase-long shared holds, no ledger", old, jobs),
         (
             f"shared commands drained in a third of the time ({policy.drain_s / 3:.1f} s)",

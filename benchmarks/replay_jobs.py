@@ -294,6 +294,7 @@ def build_policy(args: argparse.Namespace) -> Policy:
         drain_s=args.drain,
         shared_holds=args.shared_holds,
         placement_pairs=args.placement_pairs,
+        placement_beside_gib=args.placement_beside_gib,
         memory_patience_s=args.memory_patience,
         pair_start_memory=args.pair_start_memory,
         first_memory=args.first_memory,
@@ -306,7 +307,9 @@ PAIR_ROLES = ("setup", "loop", "loop_other", "recheck")
 def with_placement_pairs(job: Job, policy: Policy) -> Job:
     """A one-pair job with policy.placement_pairs - 1 later pairs after its first: each a pair start (its reference
     built again, and the rows' median beyond that) and a copy of the first pair's set-up, loops and re-check, its
-    timed loop without the FP32 side (job.later_loop_share)."""
+    timed loop without the FP32 side (job.later_loop_share). They lie between the markers "placement" and
+    "placement_end": the simulation runs them only if the first pair was placed beside others (as the harness
+    decides: pair_policy.placed_beside_enough)."""
     if job.pairs != 1 or policy.placement_pairs <= 1:
         return job
     prep = sum(s.work for s in job.segments if s.role == "prep")
@@ -315,7 +318,7 @@ def with_placement_pairs(job: Job, policy: Policy) -> Job:
     again = [replace(s, work=s.work * job.later_loop_share) if s.role == "loop" else replace(s) for s in first]
     ending = [Segment("pair_end", policy.later_pair_end_s)] if policy.later_pair_end_s else []
     later = [*ending, Segment("pair_start", prep + policy.later_pair_start_s), *again]
-    extra = later * (policy.placement_pairs - 1)
+    extra = [Segment("placement"), *(later * (policy.placement_pairs - 1)), Segment("placement_end")]
     return replace(job, segments=[*job.segments[:end], *extra, *job.segments[end:]], pairs=policy.placement_pairs)
 
 

@@ -12,7 +12,9 @@ CPU_ROLES = frozenset({"spawn", "prep", "pair_end", "pair_start", "shutdown", "c
 SHARED_ROLES = frozenset({"correctness", "setup", "recheck", "checks", "profile"})
 LOOP_ROLES = frozenset({"loop", "loop_other"})
 TIMING_ROLES = frozenset({"setup", "loop", "loop_other", "recheck", "checks"})
-MARKERS = frozenset({"admit_start", "admit", "release", "cut"})
+# "placement" ... "placement_end": a one-pair evaluation's later pairs, run only when its first pair was placed
+# beside others (Policy.placement_beside_gib; replay_jobs.with_placement_pairs)
+MARKERS = frozenset({"admit_start", "admit", "release", "cut", "placement", "placement_end"})
 EPS = 1e-9
 # The GPU's capacity for shared work, in GPUs (without MPS, contexts of different processes take turns); the host's
 # for start-ups and other host work, in start-ups at full speed; the seconds a timer granted the device waits for
@@ -96,6 +98,9 @@ class Policy:
     # a pair start (the reference rebuilt in fresh workers, later_pair_start_s beyond its build) and its own timing.
     # 1: the rows' policy (every run before 2026-12-05).
     placement_pairs: int = 1
+    # protocol.Options.placement_beside_gib: the later pairs only when the others admitted as the first pair's
+    # set-up began declared at least this much (0: any other evaluation admitted)
+    placement_beside_gib: float = 0.0
     later_pair_start_s: float = 10.0  # replay_jobs.Source sets the rows' median
     later_pair_end_s: float = 0.0  # the old pair's end before it (the rows' median where they time it apart)
     # A later pair's start with the evaluation's declaration "held" whole (every run before 2026-12-06) or "cut" to

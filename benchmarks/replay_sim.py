@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.replay_model import EPS, GRACE_S, Job, Policy, shared_rate, stretch
+from benchmarks.replay_model import EPS, GRACE_S, MARKERS, Job, Policy, shared_rate, stretch
 
 
 @dataclass
@@ -60,6 +60,7 @@ class _Run:
     begun: bool = False  # its shared segment has run (a phase-long shared hold is then held until it ends)
     standby: list[float] | None = None  # the standby it waits for ([work left])
     waiting_since: float = math.inf  # when it began to wait for memory
+    beside: tuple[int, int] | None = None  # (others admitted, their bytes) as its first set-up began: its placement
 
 
 @dataclass
@@ -96,6 +97,7 @@ class Simulation:
         # What happened, for the invariants (tests): ("exclusive", gpu, key, start, end) for each stretch a timer held
         # the device, ("memory", gpu, time, bytes declared by those admitted) after each admission and release.
         self.trace: list[tuple[Any, ...]] = []
+        self.placed_again = 0  # one-pair evaluations whose later (placement) pairs ran
 
     # --- moving a run along its segments -----------------------------------------------------------------------
 
@@ -124,6 +126,16 @@ class Simulation:
             if seg.role == "cut":
                 self._cut(run)
                 continue
+            if seg.role == "placement":
+                if not self._placed_beside_enough(run):
+                    segments = run.job.segments
+                    run.index = next(i for i in range(run.index, len(segments)) if segments[i].role == "placement_end")
+                    continue
+                self.placed_again += 1
+            if seg.role in MARKERS:
+                continue
+            if seg.role == "setup" and run.beside is None:
+                run.beside = (gpu.admitted - (1 if run.memory else 0), gpu.held - run.holding)
             if mode != "exclusive" and run.holds:
                 self._give_back(run)
             if run.begun:
@@ -141,6 +153,14 @@ class Simulation:
                 self._grant(gpu)
             if run.left > EPS or run.drain > EPS or run.state != "run":
                 return
+
+    def _placed_beside_enough(self, run: _Run) -> bool:
+        """pair_policy.placed_beside_enough: others admitted as its first pair's set-up began, declaring at least
+        Policy.placement_beside_gib (without memory admission nobody is counted: as if beside any)."""
+        if self.p.capacity is None:
+            return True
+        evaluations, declared = run.beside or (0, 0)
+        return evaluations > 0 and declared >= self.p.placement_beside_gib * 2**30
 
     def _fits(self, gpu: _Gpu, run: _Run) -> bool:
         """Does the run's whole declaration fit (beside nobody else it always does)? An admitted run whose
@@ -372,5 +392,6 @@ def simulate(jobs: list[Job], policy: Policy, trace: list[Any] | None = None) ->
         "gpu_busy_fraction": sum(g.busy for g in sim.gpus) / (wall * len(sim.gpus)) if wall else 0.0,
         "gpu_exclusive_fraction": exclusive / (wall * len(sim.gpus)) if wall else 0.0,
         "gpu_drain_fraction": sum(g.drain for g in sim.gpus) / (wall * len(sim.gpus)) if wall else 0.0,
+        "placement_pairs_run": float(sim.placed_again),
     }
     return outcomes, totals

@@ -63,6 +63,17 @@ def test_a_long_problem_placed_beside_others_gets_a_second_pair_and_alone_one():
     assert Options.build({"quick": True}).placement_pairs == 1
 
 
+def test_a_second_pair_only_beside_declarations_of_at_least_placement_beside_gib():
+    """With a threshold, neighbours that declared less than it leave a long problem at one pair; at or above it,
+    two. Nobody beside it is one pair whatever the threshold (0 GiB declared is not 'beside others')."""
+    opts = Options.build({"placement_beside_gib": 32.0})
+    assert pairs_wanted(_first_pair(34.0, (5, 31 << 30)), {}, opts) == 1
+    assert pairs_wanted(_first_pair(34.0, (1, 32 << 30)), {}, opts) == 2
+    assert pairs_wanted(_first_pair(34.0, (0, 0)), {}, Options.build({"placement_beside_gib": 0.0})) == 1
+    # the other rules do not read the threshold: a short problem beside little still gets its process pairs
+    assert pairs_wanted(_first_pair(0.4, (1, 1 << 30)), {}, opts) == opts.process_pairs
+
+
 def test_the_harness_runs_a_second_pair_only_beside_another_evaluation(evaluate, tmp_path):
     """The real harness on CPU with a memory budget: a long problem (pairs_below_ms 0) alone is timed in one pair;
     while another evaluation holds memory in the ledger, in two, and each pair's row says beside whom it was
@@ -79,7 +90,7 @@ def test_the_harness_runs_a_second_pair_only_beside_another_evaluation(evaluate,
     timing = beside["timing"]
     assert len(timing["pairs"]) == 2, timing["process_pairs_policy"]
     assert timing["pairs"][0]["placed_beside"] == {"evaluations": 1, "declared_bytes": 40 * MB}
-    assert "held device memory: 2" in timing["process_pairs_policy"]
+    assert "held device memory (at least 0 GiB declared): 2" in timing["process_pairs_policy"]
     assert "pair_2_start" in beside["phases"]
 
 

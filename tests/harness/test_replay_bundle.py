@@ -189,6 +189,30 @@ def test_placement_pairs_give_each_one_pair_evaluation_a_later_pair_and_cost_tim
     assert twice["exclusive_s"] > once["exclusive_s"] and twice["wall_s"] > once["wall_s"]
 
 
+def test_placement_pairs_run_only_beside_others_declaring_at_least_the_threshold() -> None:
+    """As the harness decides (pair_policy.placed_beside_enough): an evaluation whose first pair is set up with nobody
+    else admitted keeps one pair; beside another it runs its later pair, unless the other declared less than
+    placement_beside_gib."""
+    from benchmarks.replay_jobs import scaled
+
+    pair = [Segment("setup", 1.0), Segment("loop", 1.0), Segment("recheck", 1.0)]
+    segments = [Segment("admit"), Segment("correctness", 2.0), *pair, Segment("release")]
+    big, small = Job("B", "big", 40 * GIB, GIB, 1.0, list(segments)), Job("S", "small", 8 * GIB, GIB, 1.0, segments)
+    base = Policy(slots=2, prestart=False, capacity=100 * GIB, placement_pairs=2, later_pair_start_s=5.0)
+
+    def run(jobs: list[Job], policy: Policy) -> tuple[dict[str, float], dict[str, float]]:
+        outcomes, totals = simulate(scaled(jobs, policy), policy)
+        assert all(o.status == "ok" for o in outcomes)
+        return {o.key: o.loops for o in outcomes}, totals
+
+    loops, totals = run([big], base)  # alone: one pair's loop
+    assert loops == {"B": pytest.approx(1.0)} and totals["placement_pairs_run"] == 0
+    loops, totals = run([big, small], base)  # beside each other: both run a later pair
+    assert loops == {"B": pytest.approx(2.0), "S": pytest.approx(2.0)} and totals["placement_pairs_run"] == 2
+    loops, totals = run([big, small], replace(base, placement_beside_gib=16.0))  # only S was beside 16 GiB or more
+    assert loops == {"B": pytest.approx(1.0), "S": pytest.approx(2.0)} and totals["placement_pairs_run"] == 1
+
+
 def test_a_later_pair_repeats_only_the_tf32_and_candidate_share_of_the_timed_loop() -> None:
     from benchmarks.replay_jobs import with_placement_pairs
 

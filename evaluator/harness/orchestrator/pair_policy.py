@@ -72,15 +72,23 @@ def pairs_wanted(first: PairSamples, host: dict[str, float], opts: Options) -> i
     """Process pairs to start with: opts.launch_bound_pairs (at least opts.process_pairs) for a launch-bound call
     on either side (host time at least opts.host_bound_fraction of the event time), opts.process_pairs for a short
     problem (the TF32 baseline's median below opts.pairs_below_ms), else opts.placement_pairs when other
-    evaluations held device memory while the first pair placed its buffers (where they land sets a big problem's
-    speed per process), else one. A candidate's own figure can only add pairs for itself: a forged one gains no
-    speed; the neighbours are read from the memory ledger, not from a worker."""
+    evaluations held device memory (at least opts.placement_beside_gib of declarations) while the first pair placed
+    its buffers (where they land sets a big problem's speed per process), else one. A candidate's own figure can
+    only add pairs for itself: a forged one gains no speed; the neighbours are read from the memory ledger, not
+    from a worker."""
     if any(fraction >= opts.host_bound_fraction for fraction in host.values()):
         return max(opts.process_pairs, opts.launch_bound_pairs)
     base = first.times["tf32"]
     if base and statistics.median(base) < opts.pairs_below_ms:
         return opts.process_pairs
-    return max(opts.placement_pairs, 1) if first.neighbours[0] else 1
+    return max(opts.placement_pairs, 1) if placed_beside_enough(first.neighbours, opts) else 1
+
+
+def placed_beside_enough(neighbours: tuple[int, int], opts: Options) -> bool:
+    """Were the first pair's buffers placed beside other evaluations (the ledger's count and declared bytes) holding
+    enough for where they landed to matter (opts.placement_beside_gib)?"""
+    evaluations, declared = neighbours
+    return evaluations > 0 and declared >= opts.placement_beside_gib * 2**30
 
 
 def wider_than_target(pairs: list[PairSamples], opts: Options) -> bool:

@@ -315,10 +315,11 @@ def describe_pairs(
         f"{wanted} pairs wanted (a host time of at least {opts.host_bound_fraction:.0%} of the event time on "
         f"either side: {max(opts.process_pairs, opts.launch_bound_pairs)} pairs; baseline median below "
         f"{opts.pairs_below_ms:g} ms: {opts.process_pairs} pairs; buffers placed while other evaluations held "
-        f"device memory: {opts.placement_pairs}; either way up to {opts.max_process_pairs} while "
-        f"their speedups spread by more than {opts.pair_agreement:.0%}, and a third when two pairs' interval is "
-        f"wider than {opts.ci_target:.0%}; else 1); {skipped or f'{len(pairs)} run'}; a pair whose speedup lies "
-        f"far from the others' is set aside as a deviant process (pair_interval.deviant_pair)"
+        f"device memory (at least {opts.placement_beside_gib:g} GiB declared): {opts.placement_pairs}; either way "
+        f"up to {opts.max_process_pairs} while their speedups spread by more than {opts.pair_agreement:.0%}, and a "
+        f"third when two pairs' interval is wider than {opts.ci_target:.0%}; else 1); "
+        f"{skipped or f'{len(pairs)} run'}; a pair whose speedup lies far from the others' is set aside as a deviant "
+        f"process (pair_interval.deviant_pair)"
     )
 
 
