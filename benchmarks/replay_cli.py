@@ -166,7 +166,11 @@ def what_if(args: argparse.Namespace, policy: Policy, source: rb.Source) -> int:
         ("no standby harnesses (prestart off)", replace(policy, prestart=not policy.prestart), jobs),
         ("correctness 2x faster", replace(policy, correctness_scale=0.5), jobs),
         ("several-pair timed loops 2x shorter (timing budget)", replace(policy, multi_pair_loop_scale=0.5), jobs),
-        ("placement pairs: a second pair for a one-pair problem placed beside others", replace(policy, placement_pairs=2), jobs),
+        (
+            "placement pairs: a second pair for a one-pair problem placed beside others",
+            replace(policy, placement_pairs=2),
+            jobs,
+        ),
         ("memory patience 30 s", replace(policy, memory_patience_s=30.0), jobs),
         ("memory patience 60 s (the harness's default since 12-06)", replace(policy, memory_patience_s=60.0), jobs),
         (
