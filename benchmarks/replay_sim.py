@@ -156,9 +156,8 @@ class Simulation:
 
     def _placed_beside_enough(self, run: _Run) -> bool:
         """pair_policy.placed_beside_enough: others admitted as its first pair's set-up began, declaring at least
-        Policy.placement_beside_gib (without memory admission nobody is counted: as if beside any)."""
-        if self.p.capacity is None:
-            return True
+        Policy.placement_beside_gib. Without memory admission nobody is counted, so, as in the harness without a
+        ledger, one pair."""
         evaluations, declared = run.beside or (0, 0)
         return evaluations > 0 and declared >= self.p.placement_beside_gib * 2**30
 
