@@ -1,6 +1,7 @@
 """The discrete-event simulation behind replay_bundle.py: a bundle's evaluations through GPU slots, the memory
 ledger and the GPU lock, as the harness shares one GPU (orchestrator/gpu_holds.py, gpu_memory.py, gpu_lock.py;
-benchmarks/bundle_gpu.py for the slots, standby harnesses and compile jobs). Standard library only.
+benchmarks/bundle_gpu.py for the slots, standby harnesses and compile jobs). Standard library only, and the
+harness's own rule for placement pairs (pair_policy.placed_beside_enough, stdlib only like the orchestrator).
 
 An evaluation is a list of segments, each some seconds of uncontended work in one role (replay_work.py makes them
 from a GPU run's rows). The policy decides how each role holds the GPU:
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.replay_model import EPS, GRACE_S, MARKERS, Job, Policy, shared_rate, stretch
+from evaluator.harness.orchestrator.pair_policy import placed_beside_enough
 
 
 @dataclass
@@ -127,7 +129,9 @@ class Simulation:
                 self._cut(run)
                 continue
             if seg.role == "placement":
-                if not self._placed_beside_enough(run):
+                # the harness's rule over those admitted as its first set-up began (without memory admission
+                # nobody is counted: one pair, as in the harness without a ledger)
+                if not placed_beside_enough(run.beside or (0, 0), self.p.placement_beside_gib):
                     segments = run.job.segments
                     run.index = next(i for i in range(run.index, len(segments)) if segments[i].role == "placement_end")
                     continue
@@ -153,13 +157,6 @@ class Simulation:
                 self._grant(gpu)
             if run.left > EPS or run.drain > EPS or run.state != "run":
                 return
-
-    def _placed_beside_enough(self, run: _Run) -> bool:
-        """pair_policy.placed_beside_enough: others admitted as its first pair's set-up began, declaring at least
-        Policy.placement_beside_gib. Without memory admission nobody is counted, so, as in the harness without a
-        ledger, one pair."""
-        evaluations, declared = run.beside or (0, 0)
-        return evaluations > 0 and declared >= self.p.placement_beside_gib * 2**30
 
     def _fits(self, gpu: _Gpu, run: _Run) -> bool:
         """Does the run's whole declaration fit (beside nobody else it always does)? An admitted run whose

@@ -81,14 +81,14 @@ def pairs_wanted(first: PairSamples, host: dict[str, float], opts: Options) -> i
     base = first.times["tf32"]
     if base and statistics.median(base) < opts.pairs_below_ms:
         return opts.process_pairs
-    return max(opts.placement_pairs, 1) if placed_beside_enough(first.neighbours, opts) else 1
+    return max(opts.placement_pairs, 1) if placed_beside_enough(first.neighbours, opts.placement_beside_gib) else 1
 
 
-def placed_beside_enough(neighbours: tuple[int, int], opts: Options) -> bool:
+def placed_beside_enough(neighbours: tuple[int, int], least_gib: float) -> bool:
     """Were the first pair's buffers placed beside other evaluations (the ledger's count and declared bytes) holding
-    enough for where they landed to matter (opts.placement_beside_gib)?"""
+    enough for where they landed to matter (opts.placement_beside_gib)? The bundle replay decides by it too."""
     evaluations, declared = neighbours
-    return evaluations > 0 and declared >= opts.placement_beside_gib * 2**30
+    return evaluations > 0 and declared >= least_gib * 2**30
 
 
 def wider_than_target(pairs: list[PairSamples], opts: Options) -> bool:
