@@ -4,6 +4,7 @@ small fraction of a call."""
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from pathlib import Path
@@ -129,7 +130,12 @@ def test_pairs_that_disagree_get_more_pairs_up_to_the_limit(evaluate):
     assert "t-interval" in timing["ci_method"] and "3 run" in timing["process_pairs_policy"]
     low, high = record["speedup_ci"]
     kept = [p["speedup"] for p in timing["pairs"] if not p.get("set_aside")]
-    assert len(kept) >= 2 and low <= min(kept) and high >= max(kept)
+    # The interval is centred on the kept pairs' median; a busy CPU can make the fresh-input or wall-clock check
+    # scale every speedup figure afterwards (seen in CI: fresh calls slow, 0.4x), so compare it to the pairs in
+    # the interval's own units: scaled back by the record's speedup over the pairs' median.
+    factor = record["speedup"] / math.exp(statistics.median(math.log(x) for x in kept))
+    assert len(kept) >= 2
+    assert low / factor <= min(kept) * (1 + 1e-9) and high / factor >= max(kept) * (1 - 1e-9), (kept, factor)
 
 
 def test_pairs_that_agree_stop_at_the_first_two(evaluate):
